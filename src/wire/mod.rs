@@ -1,0 +1,13 @@
+//! The public HTTP protocol: the tagged-JSON codec, JavaScript date and URI rules, the
+//! router's decisions and the error table. No I/O here.
+
+pub mod base64;
+pub mod date;
+pub mod error;
+pub mod router;
+mod serde_impl;
+pub mod uri;
+pub mod value;
+
+pub use error::{RouterError, RpcError};
+pub use value::{Map, Value};

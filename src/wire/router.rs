@@ -1,0 +1,242 @@
+//! The router's decisions (wire.md §1–4), as plain functions of the request's method,
+//! pathname, `authorization` header and the configured secret. The wasm shell feeds them
+//! and performs the I/O; everything here is tested natively.
+
+use super::error::{RouterError, MAX_BODY_BYTES};
+use super::uri::decode_uri_component;
+use super::value::{decode_utf8, Value};
+
+/// The exact health body (the `version` constant is stale in the reference; kept).
+pub const HEALTH_BODY: &str = r#"{"ok":true,"name":"world-celld","version":"0.1.0","specVersion":6}"#;
+
+/// The four RPC bindings and their DO classes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Binding {
+    Runs,
+    Streams,
+    Index,
+    Queue,
+}
+
+impl Binding {
+    pub fn from_key(key: &str) -> Option<Binding> {
+        match key {
+            "runs" => Some(Binding::Runs),
+            "streams" => Some(Binding::Streams),
+            "index" => Some(Binding::Index),
+            "queue" => Some(Binding::Queue),
+            _ => None,
+        }
+    }
+
+    pub fn key(self) -> &'static str {
+        match self {
+            Binding::Runs => "runs",
+            Binding::Streams => "streams",
+            Binding::Index => "index",
+            Binding::Queue => "queue",
+        }
+    }
+
+    pub fn class_name(self) -> &'static str {
+        match self {
+            Binding::Runs => "WorkflowRunDO",
+            Binding::Streams => "StreamDO",
+            Binding::Index => "IndexDO",
+            Binding::Queue => "QueueDO",
+        }
+    }
+
+    /// The environment binding name, taken from wrangler.toml at build time.
+    pub fn env_name(self) -> &'static str {
+        crate::DO_ENV_BINDINGS
+            .iter()
+            .find(|(class, _)| *class == self.class_name())
+            .map(|(_, env)| *env)
+            .unwrap_or("")
+    }
+
+    /// The whitelist (wire.md §7). Nothing else is callable.
+    pub fn methods(self) -> &'static [&'static str] {
+        match self {
+            Binding::Runs => &[
+                "applyEvent", "getRun", "getStep", "getEvent", "listEvents", "listSteps", "listHooks",
+                "getCleanupStatus", "scheduleCleanup", "cleanupNow", "rearmCleanup",
+            ],
+            Binding::Streams => &[
+                "writeChunk", "closeStream", "getChunks", "getInfo", "registerStream", "listStreams",
+                "expireRegistry", "finalizeRegistry", "expireStream",
+            ],
+            Binding::Index => &[
+                "get", "put", "delete", "putOwned", "expireRun", "list", "reserveHookToken",
+                "finalizeHookIndexes", "releaseHookToken", "deleteHookIndexes",
+            ],
+            Binding::Queue => &[
+                "enqueue", "stats", "listDeadLetters", "redriveDeadLetter", "purgeDeadLetters", "rearmAlarm",
+                "expireRun",
+            ],
+        }
+    }
+}
+
+/// Where a request goes once its path and credentials are checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Route {
+    Health,
+    /// An authenticated, whitelisted RPC; the body still has to be read and checked.
+    Rpc { binding: Binding, encoded_name: String, method: String },
+}
+
+/// Decide the route from the HTTP method, the pathname as received (percent-encoded), the
+/// `authorization` header and `WORLD_SECRET`.
+pub fn route(method: &str, pathname: &str, authorization: Option<&str>, secret: Option<&str>) -> Result<Route, RouterError> {
+    let segments: Vec<&str> = pathname.split('/').filter(|s| !s.is_empty()).collect();
+    let unknown = || RouterError::UnknownPath(pathname.to_string());
+    if segments.first() != Some(&"v1") {
+        return Err(unknown());
+    }
+    match segments.get(1) {
+        Some(&"health") if segments.len() == 2 => return Ok(Route::Health),
+        Some(&"rpc") => {}
+        _ => return Err(unknown()),
+    }
+    authenticate(authorization, secret)?;
+    if method != "POST" || segments.len() != 5 {
+        return Err(RouterError::ExpectedRpcShape);
+    }
+    let (binding_key, encoded_name, method_name) = (segments[2], segments[3], segments[4]);
+    let binding = Binding::from_key(binding_key).ok_or_else(|| RouterError::UnknownBinding(binding_key.to_string()))?;
+    if !binding.methods().contains(&method_name) {
+        return Err(RouterError::UnknownMethod { binding: binding_key.to_string(), method: method_name.to_string() });
+    }
+    Ok(Route::Rpc { binding, encoded_name: encoded_name.to_string(), method: method_name.to_string() })
+}
+
+/// Bearer authentication (wire.md §3): fail closed without a secret, exact `Bearer ` prefix,
+/// untrimmed token, constant-time comparison.
+pub fn authenticate(authorization: Option<&str>, secret: Option<&str>) -> Result<(), RouterError> {
+    let secret = secret.filter(|s| !s.is_empty()).ok_or(RouterError::NotConfigured)?;
+    let token = authorization.and_then(|h| h.strip_prefix("Bearer ")).unwrap_or("");
+    if !token.is_empty() && constant_time_eq(token.as_bytes(), secret.as_bytes()) {
+        Ok(())
+    } else {
+        Err(RouterError::Unauthorized)
+    }
+}
+
+/// Equality whose running time depends only on the length of `given` (the caller's token),
+/// never on the secret's content or length.
+pub fn constant_time_eq(given: &[u8], secret: &[u8]) -> bool {
+    if secret.is_empty() {
+        return given.is_empty();
+    }
+    let mut diff = (given.len() ^ secret.len()) as u64;
+    for (i, b) in given.iter().enumerate() {
+        diff |= u64::from(b ^ secret[i % secret.len()]);
+    }
+    diff == 0
+}
+
+/// Is a `content-length` header over the limit? Non-numeric values are ignored, as in
+/// the reference (`Number()`: hex and exponent forms count as numbers).
+pub fn content_length_too_large(header: Option<&str>) -> bool {
+    let Some(text) = header.map(str::trim) else { return false };
+    let value = if let Some(hex) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        u64::from_str_radix(hex, 16).map(|v| v as f64).ok()
+    } else if text == "Infinity" || text == "+Infinity" {
+        Some(f64::INFINITY)
+    } else if text.bytes().all(|c| c.is_ascii_digit() || b".eE+-".contains(&c)) {
+        text.parse::<f64>().ok()
+    } else {
+        None
+    };
+    value.is_some_and(|v| v > MAX_BODY_BYTES as f64)
+}
+
+/// Decode and check an RPC body: the argument array, plus the UTF-8 text that the DO
+/// hop forwards.
+pub fn parse_body(bytes: &[u8]) -> Result<(Vec<Value>, String), RouterError> {
+    let text = decode_utf8(bytes).into_owned();
+    match Value::parse(&text) {
+        Ok(Value::Array(args)) => Ok((args, text)),
+        Ok(_) => Err(RouterError::NotAnArray),
+        Err(_) => Err(RouterError::MalformedBody),
+    }
+}
+
+/// The DO name from its path segment (`decodeURIComponent`). An invalid escape is a 400
+/// here (the reference lets a `URIError` escape as a bare 500; wire.md allows this fix).
+pub fn decode_name(encoded: &str) -> Result<String, RouterError> {
+    decode_uri_component(encoded).ok_or(RouterError::MalformedName)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: Option<&str> = Some("s3cret");
+    const AUTH: Option<&str> = Some("Bearer s3cret");
+
+    #[test]
+    fn health_ignores_method_auth_and_empty_segments() {
+        for p in ["/v1/health", "//v1/health", "/v1//health/", "/v1/health/"] {
+            assert_eq!(route("DELETE", p, None, None), Ok(Route::Health), "{p}");
+        }
+        assert_eq!(route("GET", "/v1/health/extra", None, S), Err(RouterError::UnknownPath("/v1/health/extra".into())));
+        assert_eq!(route("GET", "/", None, S), Err(RouterError::UnknownPath("/".into())));
+        assert_eq!(route("GET", "/v2/x", None, S), Err(RouterError::UnknownPath("/v2/x".into())));
+    }
+
+    #[test]
+    fn auth_precedes_shape_checks() {
+        assert_eq!(route("GET", "/v1/rpc/x", None, S), Err(RouterError::Unauthorized));
+        assert_eq!(route("GET", "/v1/rpc/x", AUTH, None), Err(RouterError::NotConfigured));
+        assert_eq!(route("GET", "/v1/rpc/x", AUTH, Some("")), Err(RouterError::NotConfigured));
+        assert_eq!(route("GET", "/v1/rpc/runs/a/getRun", AUTH, S), Err(RouterError::ExpectedRpcShape));
+        assert_eq!(route("POST", "/v1/rpc/runs/a", AUTH, S), Err(RouterError::ExpectedRpcShape));
+    }
+
+    #[test]
+    fn bearer_token_is_exact() {
+        for bad in ["bearer s3cret", "Bearer s3cret ", "Bearer  s3cret", "Bearer ", "s3cret", "Bearer s3cre", "Bearer s3cretX"] {
+            assert_eq!(authenticate(Some(bad), S), Err(RouterError::Unauthorized), "{bad:?}");
+        }
+        assert_eq!(authenticate(None, S), Err(RouterError::Unauthorized));
+        assert_eq!(authenticate(AUTH, S), Ok(()));
+    }
+
+    #[test]
+    fn bindings_and_whitelist() {
+        assert_eq!(
+            route("POST", "/v1/rpc/streams/stream%3Afoo/writeChunk", AUTH, S),
+            Ok(Route::Rpc { binding: Binding::Streams, encoded_name: "stream%3Afoo".into(), method: "writeChunk".into() })
+        );
+        assert_eq!(route("POST", "/v1/rpc/nope/a/get", AUTH, S), Err(RouterError::UnknownBinding("nope".into())));
+        assert_eq!(route("POST", "/v1/rpc/constructor/a/get", AUTH, S), Err(RouterError::UnknownBinding("constructor".into())));
+        for m in ["fetch", "alarm", "constructor", "claimInflight", "releaseInflight"] {
+            assert_eq!(
+                route("POST", &format!("/v1/rpc/runs/a/{m}"), AUTH, S),
+                Err(RouterError::UnknownMethod { binding: "runs".into(), method: m.into() })
+            );
+        }
+        assert_eq!(Binding::Queue.env_name(), "WORKFLOW_QUEUE");
+        assert_eq!(Binding::Runs.env_name(), "WORKFLOW_DB");
+    }
+
+    #[test]
+    fn bodies() {
+        assert_eq!(parse_body(b"").unwrap_err(), RouterError::MalformedBody);
+        assert_eq!(parse_body(b"{").unwrap_err(), RouterError::MalformedBody);
+        assert_eq!(parse_body(b"{}").unwrap_err(), RouterError::NotAnArray);
+        assert_eq!(parse_body(b"null").unwrap_err(), RouterError::NotAnArray);
+        assert_eq!(parse_body(b"\xEF\xBB\xBF[1]").unwrap().0, vec![Value::Number(1.0)]);
+        assert!(content_length_too_large(Some("33554433")));
+        assert!(content_length_too_large(Some("1e9")));
+        assert!(content_length_too_large(Some("0x2000001")));
+        assert!(!content_length_too_large(Some("33554432")));
+        assert!(!content_length_too_large(Some("abc")));
+        assert!(!content_length_too_large(None));
+        assert_eq!(decode_name("q%3A0").unwrap(), "q:0");
+        assert_eq!(decode_name("%E0%A4%A").unwrap_err(), RouterError::MalformedName);
+    }
+}

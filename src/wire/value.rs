@@ -1,0 +1,285 @@
+//! The RPC value model and its tagged-JSON codec (spec `wire.md` §6).
+//!
+//! [`Value`] is what a JavaScript structured value looks like on the wire: JSON plus
+//! `Date` (`{"__type":"Date","iso":…}`) and byte arrays (`{"__type":"Uint8Array","data":…}`),
+//! at any depth. "Absent" is not a value: an absent object member is simply not in the map,
+//! and callers use `Option<&Value>` for it.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use super::{base64, date};
+
+/// Object members. Member order is not significant on the wire, so a sorted map is used.
+pub type Map = BTreeMap<String, Value>;
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    Null,
+    Bool(bool),
+    Number(f64),
+    String(String),
+    Array(Vec<Value>),
+    Object(Map),
+    /// Epoch milliseconds; `None` is JavaScript's invalid Date.
+    Date(Option<i64>),
+    Bytes(Vec<u8>),
+}
+
+/// Keys whose plain string values the decoder revives as Dates (wire.md §6, rule 3).
+pub const DATE_KEYS: [&str; 5] = ["createdAt", "updatedAt", "startedAt", "completedAt", "retryAfter"];
+
+/// Why a body failed to decode. Both map to `400 malformed rpc body`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DecodeError(pub String);
+
+impl Value {
+    pub fn str(s: impl Into<String>) -> Value {
+        Value::String(s.into())
+    }
+    pub fn date(ms: i64) -> Value {
+        Value::Date(Some(ms))
+    }
+    pub fn num(n: impl Into<f64>) -> Value {
+        Value::Number(n.into())
+    }
+    pub fn object<K: Into<String>>(members: impl IntoIterator<Item = (K, Value)>) -> Value {
+        Value::Object(members.into_iter().map(|(k, v)| (k.into(), v)).collect())
+    }
+    pub fn is_null(&self) -> bool {
+        matches!(self, Value::Null)
+    }
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::String(s) => Some(s),
+            _ => None,
+        }
+    }
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Value::Number(n) => Some(*n),
+            _ => None,
+        }
+    }
+    pub fn as_bool(&self) -> Option<bool> {
+        match self {
+            Value::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
+    pub fn as_object(&self) -> Option<&Map> {
+        match self {
+            Value::Object(m) => Some(m),
+            _ => None,
+        }
+    }
+    pub fn as_array(&self) -> Option<&Vec<Value>> {
+        match self {
+            Value::Array(a) => Some(a),
+            _ => None,
+        }
+    }
+    /// Member lookup on an object; `None` for absent members and non-objects.
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.as_object().and_then(|m| m.get(key))
+    }
+    /// Member lookup treating JSON `null` like an absent member.
+    pub fn get_present(&self, key: &str) -> Option<&Value> {
+        self.get(key).filter(|v| !v.is_null())
+    }
+
+    /// Parse a tagged-JSON document (the whole text).
+    pub fn parse(text: &str) -> Result<Value, DecodeError> {
+        let raw: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| DecodeError(e.to_string()))?;
+        Self::from_json(raw, None)
+    }
+
+    /// Revive tags bottom-up from a plain JSON value. `key` is the member name this value
+    /// sits under, for the date-key fallback.
+    pub fn from_json(raw: serde_json::Value, key: Option<&str>) -> Result<Value, DecodeError> {
+        Ok(match raw {
+            serde_json::Value::Null => Value::Null,
+            serde_json::Value::Bool(b) => Value::Bool(b),
+            serde_json::Value::Number(n) => Value::Number(n.as_f64().unwrap_or(f64::NAN)),
+            serde_json::Value::String(s) => {
+                if key.is_some_and(|k| DATE_KEYS.contains(&k)) {
+                    if let Some(ms) = date::parse_date(&s) {
+                        return Ok(Value::Date(Some(ms)));
+                    }
+                }
+                Value::String(s)
+            }
+            serde_json::Value::Array(items) => Value::Array(
+                items.into_iter().map(|v| Self::from_json(v, None)).collect::<Result<_, _>>()?,
+            ),
+            serde_json::Value::Object(members) => {
+                let mut map = Map::new();
+                for (k, v) in members {
+                    let v = Self::from_json(v, Some(&k))?;
+                    map.insert(k, v);
+                }
+                match (map.get("__type").and_then(Value::as_str), map.get("iso"), map.get("data")) {
+                    (Some("Date"), Some(Value::String(iso)), _) => Value::Date(date::parse_date(iso)),
+                    // `iso` itself is not a date key, so it is still a string here unless it was
+                    // revived from a nested tag; a non-string `iso` leaves the object alone.
+                    (Some("Uint8Array"), _, Some(Value::String(data))) => Value::Bytes(
+                        base64::decode(data)
+                            .ok_or_else(|| DecodeError("invalid base64 in Uint8Array tag".into()))?,
+                    ),
+                    _ => Value::Object(map),
+                }
+            }
+        })
+    }
+
+    /// Encode as tagged JSON. Fails only for an invalid Date (JavaScript's
+    /// `RangeError: Invalid time value`).
+    pub fn to_json(&self) -> Result<String, InvalidDate> {
+        let mut out = String::new();
+        self.write_json(&mut out)?;
+        Ok(out)
+    }
+
+    pub fn write_json(&self, out: &mut String) -> Result<(), InvalidDate> {
+        match self {
+            Value::Null => out.push_str("null"),
+            Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+            Value::Number(n) => write_number(out, *n),
+            Value::String(s) => write_string(out, s),
+            Value::Array(items) => {
+                out.push('[');
+                for (i, v) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    v.write_json(out)?;
+                }
+                out.push(']');
+            }
+            Value::Object(map) => {
+                out.push('{');
+                for (i, (k, v)) in map.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    write_string(out, k);
+                    out.push(':');
+                    v.write_json(out)?;
+                }
+                out.push('}');
+            }
+            Value::Date(ms) => {
+                let iso = ms.and_then(date::to_iso).ok_or(InvalidDate)?;
+                out.push_str("{\"__type\":\"Date\",\"iso\":\"");
+                out.push_str(&iso);
+                out.push_str("\"}");
+            }
+            Value::Bytes(b) => {
+                out.push_str("{\"__type\":\"Uint8Array\",\"data\":\"");
+                out.push_str(&base64::encode(b));
+                out.push_str("\"}");
+            }
+        }
+        Ok(())
+    }
+}
+
+/// An invalid Date reached the encoder.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct InvalidDate;
+
+/// JSON number text as `JSON.stringify` would give it for the values we produce:
+/// integral values without a fraction, non-finite values as `null`.
+pub fn write_number(out: &mut String, n: f64) {
+    if !n.is_finite() {
+        out.push_str("null");
+    } else if n == n.trunc() && n.abs() < 1e21 {
+        if n == 0.0 {
+            out.push('0');
+        } else {
+            let _ = write!(out, "{n:.0}");
+        }
+    } else {
+        let _ = write!(out, "{}", serde_json::Number::from_f64(n).map(|x| x.to_string()).unwrap_or_default());
+    }
+}
+
+/// A JSON string literal with `JSON.stringify` escaping.
+pub fn write_string(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{08}' => out.push_str("\\b"),
+            '\u{0c}' => out.push_str("\\f"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// Decode request bytes the way the reference router does: UTF-8 with U+FFFD for
+/// invalid sequences and a leading BOM dropped.
+pub fn decode_utf8(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
+    let bytes = bytes.strip_prefix(&[0xEF, 0xBB, 0xBF]).unwrap_or(bytes);
+    String::from_utf8_lossy(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rt(text: &str) -> String {
+        Value::parse(text).unwrap().to_json().unwrap()
+    }
+
+    #[test]
+    fn tags_at_any_depth() {
+        let text = r#"[{"a":{"__type":"Date","iso":"2026-01-02T03:04:05.678Z"},"b":[{"__type":"Uint8Array","data":"AQID"}]}]"#;
+        let v = Value::parse(text).unwrap();
+        let first = &v.as_array().unwrap()[0];
+        assert_eq!(first.get("a"), Some(&Value::date(1_767_323_045_678)));
+        assert_eq!(first.get("b").unwrap().as_array().unwrap()[0], Value::Bytes(vec![1, 2, 3]));
+        assert_eq!(rt(text), text);
+    }
+
+    #[test]
+    fn date_key_fallback_only_for_the_five_keys() {
+        let v = Value::parse(r#"{"createdAt":"2026-01-02T03:04:05.678Z","x":"2026-01-02T03:04:05.678Z","updatedAt":"nope"}"#).unwrap();
+        assert_eq!(v.get("createdAt"), Some(&Value::date(1_767_323_045_678)));
+        assert_eq!(v.get("x"), Some(&Value::str("2026-01-02T03:04:05.678Z")));
+        assert_eq!(v.get("updatedAt"), Some(&Value::str("nope")));
+    }
+
+    #[test]
+    fn invalid_base64_fails_and_invalid_date_is_kept() {
+        assert!(Value::parse(r#"[{"__type":"Uint8Array","data":"!!"}]"#).is_err());
+        let v = Value::parse(r#"{"__type":"Date","iso":"garbage"}"#).unwrap();
+        assert_eq!(v, Value::Date(None));
+        assert_eq!(v.to_json(), Err(InvalidDate));
+        // Non-string `data`/`iso` leave the object as it is.
+        assert_eq!(rt(r#"{"__type":"Date","iso":5}"#), r#"{"__type":"Date","iso":5}"#);
+        // The old `__uint8array` form is not recognised.
+        assert_eq!(rt(r#"{"__uint8array":true,"data":[1]}"#), r#"{"__uint8array":true,"data":[1]}"#);
+    }
+
+    #[test]
+    fn numbers_and_strings_like_json_stringify() {
+        assert_eq!(rt("[1.0,-0,1.5,1e21,12345678901234]"), "[1,0,1.5,1e+21,12345678901234]");
+        assert_eq!(rt(r#"["\u0000\u001f\b\f\n\r\t\"\\/é\u2028"]"#), "[\"\\u0000\\u001f\\b\\f\\n\\r\\t\\\"\\\\/é\u{2028}\"]");
+    }
+
+    #[test]
+    fn utf8_decoding_drops_bom_and_replaces() {
+        assert_eq!(decode_utf8(b"\xEF\xBB\xBF[1]"), "[1]");
+        assert_eq!(decode_utf8(b"[\"\xff\"]"), "[\"\u{FFFD}\"]");
+    }
+}

@@ -1,0 +1,107 @@
+// Starts the built worker (build/index.js + wasm) in Miniflare on a real local HTTP port.
+//
+//   const w = await startWorker();              // the golden "standard" configuration
+//   await w.rpc("runs", "wrun_1", "getRun", []); // or raw sockets on w.host / w.port
+//   await w.dispose();
+//
+// Options:
+//   vars              worker variables (default STANDARD_VARS); replaces, not merges
+//   omitBindings      DO binding names to leave out, e.g. ["WORKFLOW_QUEUE"]
+//   bindings          DO binding names to include (default: all four)
+//   persistDir        durableObjectsPersist directory (default: in-memory, wiped on dispose)
+//   scriptPath        the worker module (default build/index.js)
+//   host, port        listen address (default 127.0.0.1, a free port)
+//   verbose           let Miniflare/workerd log (default: false; also MINIFLARE_VERBOSE=1)
+
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Log, LogLevel, Miniflare } from "miniflare";
+import { makeRpc } from "./rpc.mjs";
+
+export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
+export const SCRIPT_PATH = join(ROOT, "build", "index.js");
+
+/** The golden "standard" worker configuration (shared/golden/README.md). */
+export const STANDARD_VARS = Object.freeze({
+  WORLD_SECRET: "golden-secret",
+  QUEUE_MAX_ATTEMPTS: "2",
+  WORKFLOW_CALLBACK_SECRET: "golden-callback-secret",
+});
+export const STANDARD_SECRET = "golden-secret";
+
+/** Binding name -> DO class name, and the compatibility settings, read from wrangler.toml. */
+export function readWranglerConfig() {
+  const text = readFileSync(join(ROOT, "wrangler.toml"), "utf8");
+  const compatibilityDate = (text.match(/^\s*compatibility_date\s*=\s*"([^"]+)"/m) || [])[1];
+  const flagsMatch = text.match(/^\s*compatibility_flags\s*=\s*\[([^\]]*)\]/m);
+  const compatibilityFlags = flagsMatch ? [...flagsMatch[1].matchAll(/"([^"]+)"/g)].map((m) => m[1]) : [];
+  const durableObjects = {};
+  for (const block of text.split(/^\s*\[\[durable_objects\.bindings\]\]\s*$/m).slice(1)) {
+    const body = block.split(/^\s*\[/m)[0];
+    const name = (body.match(/^\s*name\s*=\s*"([^"]+)"/m) || [])[1];
+    const className = (body.match(/^\s*class_name\s*=\s*"([^"]+)"/m) || [])[1];
+    if (name && className) durableObjects[name] = className;
+  }
+  return { compatibilityDate, compatibilityFlags, durableObjects };
+}
+
+export async function startWorker(options = {}) {
+  const {
+    vars = STANDARD_VARS,
+    omitBindings = [],
+    bindings,
+    persistDir,
+    scriptPath = SCRIPT_PATH,
+    host = "127.0.0.1",
+    port = 0,
+    verbose = process.env.MINIFLARE_VERBOSE === "1",
+  } = options;
+  if (!existsSync(scriptPath)) {
+    throw new Error(`${scriptPath} is missing: run \`npm run build\` first`);
+  }
+  const cfg = readWranglerConfig();
+  const durableObjects = {};
+  for (const [name, className] of Object.entries(cfg.durableObjects)) {
+    if (omitBindings.includes(name)) continue;
+    if (bindings && !bindings.includes(name)) continue;
+    durableObjects[name] = { className, useSQLite: true };
+  }
+  const mfOptions = {
+    scriptPath,
+    modules: true,
+    modulesRoot: dirname(scriptPath),
+    modulesRules: [{ type: "CompiledWasm", include: ["**/*.wasm"], fallthrough: true }],
+    compatibilityDate: cfg.compatibilityDate,
+    compatibilityFlags: cfg.compatibilityFlags,
+    durableObjects,
+    bindings: { ...vars },
+    host,
+    port,
+    // A fixed placeholder instead of fetching the real Request.cf object (offline).
+    cf: { colo: "LOCAL", country: "XX" },
+    log: verbose ? new Log(LogLevel.DEBUG) : new Log(LogLevel.WARN),
+  };
+  if (persistDir) mfOptions.durableObjectsPersist = persistDir;
+  const mf = new Miniflare(mfOptions);
+  let url;
+  try {
+    url = await mf.ready;
+  } catch (err) {
+    await mf.dispose().catch(() => {});
+    throw err;
+  }
+  const secret = vars.WORLD_SECRET ?? null;
+  const target = { url: url.href, secret };
+  return {
+    mf,
+    url: url.href,
+    host: url.hostname,
+    port: Number(url.port),
+    secret,
+    rpc: makeRpc(target),
+    async dispose() {
+      await mf.dispose();
+    },
+  };
+}
