@@ -1,0 +1,138 @@
+//! The [`Store`] trait over a SQLite-backed object's synchronous KV API
+//! (`ctx.storage.kv`), and [`in_transaction`], which runs one core call inside
+//! `ctx.storage.transactionSync`: every read and write of the call happens synchronously in
+//! one transaction, with no promise round trip per key, and a call that returns `Err` is
+//! rolled back. Neither API is wrapped by the `worker` crate, so they are bound here.
+
+use std::cell::RefCell;
+
+use js_sys::{Function, Object, Reflect};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use worker::Storage;
+
+use crate::store::{ListOptions, Store, StoreResult};
+use crate::wire::RpcError;
+
+#[wasm_bindgen]
+extern "C" {
+    /// `ctx.storage.kv` (SyncKvStorage).
+    #[wasm_bindgen(extends = Object)]
+    pub type SyncKv;
+    #[wasm_bindgen(method, catch, js_name = get)]
+    fn kv_get(this: &SyncKv, key: &str) -> Result<JsValue, JsValue>;
+    #[wasm_bindgen(method, catch, js_name = put)]
+    fn kv_put(this: &SyncKv, key: &str, value: &str) -> Result<JsValue, JsValue>;
+    #[wasm_bindgen(method, catch, js_name = delete)]
+    fn kv_delete(this: &SyncKv, key: &str) -> Result<JsValue, JsValue>;
+    #[wasm_bindgen(method, catch, js_name = list)]
+    fn kv_list(this: &SyncKv, options: &Object) -> Result<JsValue, JsValue>;
+
+    /// The raw `ctx.storage` object, for what the crate does not wrap.
+    #[wasm_bindgen(extends = Object)]
+    pub type RawStorage;
+    #[wasm_bindgen(method, getter)]
+    fn kv(this: &RawStorage) -> SyncKv;
+    #[wasm_bindgen(method, catch, js_name = transactionSync)]
+    fn transaction_sync(this: &RawStorage, f: &Function) -> Result<JsValue, JsValue>;
+}
+
+/// A thrown JavaScript value as an [`RpcError`] (name and message kept).
+pub fn js_error(e: &JsValue) -> RpcError {
+    let field = |k: &str| Reflect::get(e, &JsValue::from_str(k)).ok().and_then(|v| v.as_string());
+    match (field("name"), field("message")) {
+        (Some(name), Some(message)) => RpcError::custom(&name, &message),
+        _ => RpcError::error(e.as_string().unwrap_or_else(|| format!("{e:?}"))),
+    }
+}
+
+/// [`Store`] on `ctx.storage.kv`. Values are stored as JavaScript strings.
+pub struct KvStore {
+    kv: SyncKv,
+}
+
+impl Store for KvStore {
+    fn get(&mut self, key: &str) -> StoreResult<Option<String>> {
+        let v = self.kv.kv_get(key).map_err(|e| js_error(&e))?;
+        Ok(v.as_string())
+    }
+
+    fn put(&mut self, key: &str, value: &str) -> StoreResult<()> {
+        self.kv.kv_put(key, value).map_err(|e| js_error(&e))?;
+        Ok(())
+    }
+
+    fn delete(&mut self, key: &str) -> StoreResult<bool> {
+        let v = self.kv.kv_delete(key).map_err(|e| js_error(&e))?;
+        Ok(v.as_bool().unwrap_or(false))
+    }
+
+    fn list(&mut self, o: &ListOptions) -> StoreResult<Vec<(String, String)>> {
+        let opts = Object::new();
+        let set = |k: &str, v: JsValue| Reflect::set(&opts, &JsValue::from_str(k), &v).map(|_| ());
+        let mut r = Ok(());
+        for (k, v) in [("prefix", &o.prefix), ("start", &o.start), ("startAfter", &o.start_after), ("end", &o.end)] {
+            if let Some(v) = v {
+                r = r.and(set(k, JsValue::from_str(v)));
+            }
+        }
+        if o.reverse {
+            r = r.and(set("reverse", JsValue::TRUE));
+        }
+        if let Some(limit) = o.limit {
+            r = r.and(set("limit", JsValue::from_f64(limit as f64)));
+        }
+        r.map_err(|e| js_error(&e))?;
+        let iterable = self.kv.kv_list(&opts).map_err(|e| js_error(&e))?;
+        let iter = js_sys::try_iter(&iterable)
+            .map_err(|e| js_error(&e))?
+            .ok_or_else(|| RpcError::error("storage list did not return an iterable"))?;
+        let mut out = Vec::new();
+        for entry in iter {
+            let entry = entry.map_err(|e| js_error(&e))?;
+            let pair: js_sys::Array = entry.unchecked_into();
+            let key = pair.get(0).as_string().unwrap_or_default();
+            let value = pair.get(1).as_string().unwrap_or_default();
+            out.push((key, value));
+        }
+        Ok(out)
+    }
+}
+
+/// Run `f` over the object's storage as one synchronous transaction. `Err` rolls back
+/// every write `f` made.
+pub fn in_transaction<T>(storage: &Storage, f: impl FnOnce(&mut dyn Store) -> Result<T, RpcError>) -> Result<T, RpcError> {
+    let raw: &RawStorage = storage.as_raw().unchecked_ref();
+    let mut store = KvStore { kv: raw.kv() };
+    let outcome: RefCell<Option<Result<T, RpcError>>> = RefCell::new(None);
+    let mut f = Some(f);
+    {
+        let body = || -> Result<JsValue, JsValue> {
+            let Some(f) = f.take() else { return Ok(JsValue::UNDEFINED) };
+            let result = f(&mut store);
+            let failed = result.is_err();
+            *outcome.borrow_mut() = Some(result);
+            // Throwing makes transactionSync roll the transaction back.
+            if failed {
+                Err(JsValue::from_str("world-celld-rs: rollback"))
+            } else {
+                Ok(JsValue::UNDEFINED)
+            }
+        };
+        let boxed: Box<dyn FnMut() -> Result<JsValue, JsValue> + '_> = Box::new(body);
+        // SAFETY: `transactionSync` calls the function synchronously and never keeps it:
+        // the closure is dropped at the end of this block, before anything it borrows
+        // (`f`, `store`, `outcome`) goes out of scope, so extending its lifetime to
+        // 'static for wasm-bindgen's `Closure` is never observable.
+        let boxed: Box<dyn FnMut() -> Result<JsValue, JsValue> + 'static> = unsafe { std::mem::transmute(boxed) };
+        let closure = Closure::wrap(boxed);
+        let call = raw.transaction_sync(closure.as_ref().unchecked_ref());
+        drop(closure);
+        if let Err(e) = call {
+            if outcome.borrow().is_none() {
+                return Err(js_error(&e));
+            }
+        }
+    }
+    outcome.into_inner().unwrap_or_else(|| Err(RpcError::error("storage transaction did not run")))
+}
