@@ -3,14 +3,13 @@
 //! forward the call to the named DO instance over the private hop, answer.
 
 use futures_util::StreamExt;
-use worker::{event, Context, Env, Headers, Method, Request, RequestInit, Response, Result};
+use worker::{event, Context, Env, Request, Response, Result};
 
+use super::call::hop_request;
 use super::env::{namespace, var};
 use super::serve::json;
-use crate::hop::{NAME_HEADER, RPC_PATH_PREFIX};
 use crate::wire::error::MAX_BODY_BYTES;
 use crate::wire::router::{self, content_length_too_large, decode_name, parse_body, Route, HEALTH_BODY};
-use crate::wire::uri::encode_uri_component;
 use crate::wire::RouterError;
 
 #[event(start)]
@@ -68,12 +67,7 @@ async fn handle(mut req: Request, env: &Env) -> std::result::Result<Response, Ro
     let ns = namespace(env, binding.env_name()).ok_or(RouterError::MissingBinding(binding.env_name()))?;
     let stub = ns.id_from_name(&name).and_then(|id| id.get_stub()).map_err(internal)?;
 
-    let headers = Headers::new();
-    headers.set(NAME_HEADER, &encode_uri_component(&name)).map_err(internal)?;
-    headers.set("content-type", "application/json").map_err(internal)?;
-    let mut init = RequestInit::new();
-    init.with_method(Method::Post).with_headers(headers).with_body(Some(text.into()));
-    let hop = Request::new_with_init(&format!("https://celld.internal{RPC_PATH_PREFIX}{method}"), &init).map_err(internal)?;
+    let hop = hop_request(&name, &method, text).map_err(internal)?;
     let mut resp = stub.fetch_with_request(hop).await.map_err(internal)?;
     let status = resp.status_code();
     let body = resp.text().await.map_err(internal)?;
