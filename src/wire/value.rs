@@ -90,8 +90,9 @@ impl Value {
 
     /// Parse a tagged-JSON document (the whole text).
     pub fn parse(text: &str) -> Result<Value, DecodeError> {
+        let text = replace_lone_surrogates(text);
         let raw: serde_json::Value =
-            serde_json::from_str(text).map_err(|e| DecodeError(e.to_string()))?;
+            serde_json::from_str(&text).map_err(|e| DecodeError(e.to_string()))?;
         Self::from_json(raw, None)
     }
 
@@ -185,6 +186,54 @@ impl Value {
     }
 }
 
+/// `JSON.parse` accepts `\uD800`-style escapes of unpaired UTF-16 surrogates; Rust strings
+/// cannot hold them (and serde_json refuses them). Rewrite each unpaired surrogate escape
+/// to `\uFFFD`, the replacement character, so such bodies decode instead of failing.
+/// Backslashes only occur inside JSON strings, so escapes are found without tracking
+/// string boundaries.
+pub fn replace_lone_surrogates(text: &str) -> std::borrow::Cow<'_, str> {
+    fn unit_at(b: &[u8], i: usize) -> Option<u16> {
+        if b.get(i) != Some(&b'\\') || b.get(i + 1) != Some(&b'u') {
+            return None;
+        }
+        let hex = std::str::from_utf8(b.get(i + 2..i + 6)?).ok()?;
+        u16::from_str_radix(hex, 16).ok()
+    }
+    let b = text.as_bytes();
+    let mut out: Option<String> = None;
+    let mut copied = 0;
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        let Some(unit) = unit_at(b, i) else {
+            i += 2; // any other escape, e.g. `\\`
+            continue;
+        };
+        let paired = (0xD800..0xDC00).contains(&unit) && unit_at(b, i + 6).is_some_and(|lo| (0xDC00..0xE000).contains(&lo));
+        if paired {
+            i += 12;
+        } else if (0xD800..0xE000).contains(&unit) {
+            let o = out.get_or_insert_with(|| String::with_capacity(text.len()));
+            o.push_str(&text[copied..i]);
+            o.push_str("\\uFFFD");
+            i += 6;
+            copied = i;
+        } else {
+            i += 6;
+        }
+    }
+    match out {
+        None => std::borrow::Cow::Borrowed(text),
+        Some(mut o) => {
+            o.push_str(&text[copied..]);
+            std::borrow::Cow::Owned(o)
+        }
+    }
+}
+
 /// An invalid Date reached the encoder.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct InvalidDate;
@@ -275,6 +324,16 @@ mod tests {
     fn numbers_and_strings_like_json_stringify() {
         assert_eq!(rt("[1.0,-0,1.5,1e21,12345678901234]"), "[1,0,1.5,1e+21,12345678901234]");
         assert_eq!(rt(r#"["\u0000\u001f\b\f\n\r\t\"\\/é\u2028"]"#), "[\"\\u0000\\u001f\\b\\f\\n\\r\\t\\\"\\\\/é\u{2028}\"]");
+    }
+
+    #[test]
+    fn lone_surrogates_become_replacement_characters() {
+        assert_eq!(Value::parse(r#"["\ud800"]"#).unwrap(), Value::Array(vec![Value::str("\u{FFFD}")]));
+        assert_eq!(Value::parse(r#"["a\udc00b\ud800"]"#).unwrap(), Value::Array(vec![Value::str("a\u{FFFD}b\u{FFFD}")]));
+        assert_eq!(Value::parse(r#"["\ud83d\ude00"]"#).unwrap(), Value::Array(vec![Value::str("😀")]));
+        assert_eq!(Value::parse(r#"["\\ud800"]"#).unwrap(), Value::Array(vec![Value::str("\\ud800")]));
+        assert_eq!(Value::parse(r#"["\ud800\u0041"]"#).unwrap(), Value::Array(vec![Value::str("\u{FFFD}A")]));
+        assert!(Value::parse(r#"["\ud8"]"#).is_err());
     }
 
     #[test]
