@@ -1,4 +1,7 @@
-//! WorkflowRunDO core. Not built yet: every whitelisted method answers an explicit error.
+//! WorkflowRunDO core (spec `run-do.md`).
+
+pub mod js;
+pub mod validate;
 
 use crate::hop::{not_implemented, Args, Ctx};
 use crate::store::Store;
