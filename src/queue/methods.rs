@@ -1,0 +1,269 @@
+//! The QueueDO RPC methods (queue-do.md §3 and §5). Each runs inside one storage
+//! transaction with one clock reading (`ctx.now`).
+
+use crate::hop::{Args, Ctx};
+use crate::store::{ListOptions, Store};
+use crate::wire::{Map, RpcError, Value};
+
+use super::js::{member, optional_member, strict_eq, to_js_string, to_number, truthy};
+use super::state::*;
+
+fn ok_outcome(message_id: Option<&Value>, deduped: bool) -> Value {
+    let mut m = Map::new();
+    m.insert("ok".into(), Value::Bool(true));
+    if let Some(id) = message_id {
+        m.insert("messageId".into(), id.clone());
+    }
+    m.insert("deduped".into(), Value::Bool(deduped));
+    Value::Object(m)
+}
+
+fn failure(code: &str, message: String) -> Value {
+    Value::object([("ok", Value::Bool(false)), ("code", Value::str(code)), ("message", Value::str(message))])
+}
+
+/// `enqueue(request)` (§3).
+pub fn enqueue(store: &mut dyn Store, ctx: &Ctx, alarm: &mut Alarm, args: Args) -> Result<Value, RpcError> {
+    let now = ctx.now;
+    let request = args.raw(0);
+    let run_id = member(request, "runId")?;
+
+    // 1. Fence.
+    if truthy(run_id) && store.get(&expired_key(&to_js_string(run_id)))?.is_some() {
+        return Ok(failure("RUN_EXPIRED", format!("Workflow run \"{}\" has expired", to_js_string(run_id))));
+    }
+
+    // 2. Shard-count pinning (the target URL is not pinned).
+    let config = member(request, "config")?;
+    match get_value(store, CFG_KEY)? {
+        None => {
+            let mut cfg = Map::new();
+            if let Some(shards) = member(config, "queueShards")? {
+                cfg.insert("queueShards".into(), shards.clone());
+            }
+            cfg.insert("pinnedAt".into(), Value::num(now as f64));
+            put_value(store, CFG_KEY, &Value::Object(cfg))?;
+        }
+        Some(pinned) => {
+            let given = member(config, "queueShards")?;
+            let pinned_shards = pinned.get("queueShards");
+            if !strict_eq(pinned_shards, given) {
+                return Ok(failure(
+                    "CONFIG_MISMATCH",
+                    format!(
+                        "queue cell shard-count mismatch: pinned {}, got {} \u{2014} changing queueShards requires draining the fleet",
+                        to_js_string(pinned_shards),
+                        to_js_string(given)
+                    ),
+                ));
+            }
+        }
+    }
+
+    // 3. Dedup by idempotency key.
+    let message_id = member(request, "messageId")?;
+    let idempotency_key = member(request, "idempotencyKey")?;
+    if truthy(idempotency_key) {
+        let key = dedup_key(&to_js_string(idempotency_key));
+        let existing = get_value(store, &key)?;
+        if truthy(existing.as_ref()) {
+            if store.get(&msg_key(&to_js_string(existing.as_ref())))?.is_some() {
+                schedule_next(store, now, alarm)?;
+                return Ok(ok_outcome(existing.as_ref(), true));
+            }
+            store.delete(&key)?; // stale claim: the message is gone
+        }
+        match message_id {
+            Some(id) => put_value(store, &key, id)?,
+            None => {
+                store.delete(&key)?;
+            }
+        }
+    }
+
+    // 4. The row, with exactly the members the producer sent.
+    let mut row = Row(Map::new());
+    for name in ["messageId", "queueName", "pathname", "body", "runId"] {
+        if let Some(v) = member(request, name)? {
+            row.set(name, v.clone());
+        }
+    }
+    if let Some(url) = member(config, "targetBaseUrl")? {
+        row.set("targetBaseUrl", url.clone());
+    }
+    if let Some(k) = idempotency_key {
+        row.set("idempotencyKey", k.clone());
+    }
+    row.set("attempt", Value::num(0.0));
+    row.set("enqueuedAt", Value::num(now as f64));
+
+    // 5. Schedule. `Math.max(0, delaySeconds ?? 0)`; a non-numeric delay counts as 0.
+    let delay = match member(request, "delaySeconds")? {
+        None | Some(Value::Null) => 0.0,
+        Some(v) => to_number(Some(v)),
+    };
+    let delay = if delay.is_nan() { 0.0 } else { delay.max(0.0) };
+    let due_at = clamp_time(now as f64 + delay * 1000.0);
+    let id = row.id();
+    let schedule = due_key(due_at, &id);
+    put_value(store, &msg_key(&id), &row.to_value())?;
+    put_value(store, &schedule, &Value::str(id.as_str()))?;
+    put_run_reference(store, &row, Some(&schedule), None)?;
+
+    // 6. Arm at most.
+    arm_at_most(due_at, now, alarm);
+    Ok(ok_outcome(row.member("messageId"), false))
+}
+
+fn count(store: &mut dyn Store, prefix: &str) -> Result<usize, RpcError> {
+    Ok(store.list(&ListOptions::prefix(prefix))?.len())
+}
+
+/// `stats()` (§5).
+pub fn stats(store: &mut dyn Store, alarm: &Alarm) -> Result<Value, RpcError> {
+    let pending = count(store, DUE_PREFIX)?;
+    let inflight = count(store, INFLIGHT_PREFIX)?;
+    let dead = count(store, DLQ_PREFIX)?;
+    Ok(Value::object([
+        ("pending", Value::num(pending as f64)),
+        ("inflight", Value::num(inflight as f64)),
+        ("deadLetters", Value::num(dead as f64)),
+        ("alarmAt", alarm.get().map_or(Value::Null, |t| Value::num(t as f64))),
+    ]))
+}
+
+/// `listDeadLetters({limit?, cursor?}?)` (§5).
+pub fn list_dead_letters(store: &mut dyn Store, args: Args) -> Result<Value, RpcError> {
+    let params = args.raw(0);
+    let limit = match optional_member(params, "limit") {
+        None | Some(Value::Null) => 100.0,
+        Some(v) => to_number(Some(v)),
+    };
+    // The platform's list converts `limit + 1` to an integer and refuses values below 1.
+    let list_limit = (limit + 1.0).trunc();
+    if list_limit.is_nan() || list_limit < 1.0 {
+        return Err(RpcError::list_limit());
+    }
+    let mut options = ListOptions::prefix(DLQ_PREFIX);
+    if list_limit < 1e15 {
+        options = options.limit(list_limit as usize);
+    }
+    // A `null` cursor is used as the string "null" (startAfter: String(cursor)).
+    if let Some(cursor) = optional_member(params, "cursor") {
+        options = options.start_after(to_js_string(Some(cursor)));
+    }
+    let entries = store.list(&options)?;
+    let page_len = if limit <= 0.0 { 0 } else { (limit.trunc() as usize).min(entries.len()) };
+    let has_more = (entries.len() as f64) > limit;
+    let mut data = Vec::with_capacity(page_len);
+    for (key, text) in entries.iter().take(page_len) {
+        data.push(decode_entry(key, text)?);
+    }
+    let mut out = Map::new();
+    out.insert("data".into(), Value::Array(data));
+    if has_more {
+        // `page.at(-1)`: undefined (member omitted) for an empty page.
+        if let Some((key, _)) = page_len.checked_sub(1).and_then(|i| entries.get(i)) {
+            out.insert("cursor".into(), Value::str(key.as_str()));
+        }
+    } else {
+        out.insert("cursor".into(), Value::Null);
+    }
+    out.insert("hasMore".into(), Value::Bool(has_more));
+    Ok(Value::Object(out))
+}
+
+/// `redriveDeadLetter(messageId)` (§5).
+pub fn redrive_dead_letter(store: &mut dyn Store, ctx: &Ctx, alarm: &mut Alarm, args: Args) -> Result<Value, RpcError> {
+    let now = ctx.now;
+    let wanted = args.raw(0);
+    let not_ok = || Ok(Value::object([("ok", Value::Bool(false))]));
+    for (key, text) in store.list(&ListOptions::prefix(DLQ_PREFIX))? {
+        let dead = Row::from_value(&key, decode_entry(&key, &text)?)?;
+        if !strict_eq(dead.member("messageId"), wanted) {
+            continue;
+        }
+        let mut row = dead;
+        row.remove("failedAt");
+        row.remove("lastError");
+        row.set("attempt", Value::num(0.0));
+
+        if let Some(k) = row.idempotency_key() {
+            let dkey = dedup_key(&k);
+            let holder = get_value(store, &dkey)?;
+            let other = truthy(holder.as_ref()) && !strict_eq(holder.as_ref(), row.member("messageId"));
+            if other && store.get(&msg_key(&to_js_string(holder.as_ref())))?.is_some() {
+                return not_ok();
+            }
+            if other {
+                store.delete(&dkey)?;
+            }
+            match row.member("messageId") {
+                Some(id) => put_value(store, &dkey, id)?,
+                None => {
+                    store.delete(&dkey)?;
+                }
+            }
+        }
+
+        let id = row.id();
+        put_value(store, &msg_key(&id), &row.to_value())?;
+        let schedule = due_key(now, &id);
+        put_value(store, &schedule, &Value::str(id.as_str()))?;
+        store.delete(&key)?;
+        put_run_reference(store, &row, Some(&schedule), None)?;
+        arm_at_most(now, now, alarm);
+        return Ok(Value::object([("ok", Value::Bool(true))]));
+    }
+    not_ok()
+}
+
+/// `purgeDeadLetters()` (§5).
+pub fn purge_dead_letters(store: &mut dyn Store) -> Result<Value, RpcError> {
+    let entries = store.list(&ListOptions::prefix(DLQ_PREFIX))?;
+    for (key, text) in &entries {
+        store.delete(key)?;
+        let dead = decode_entry(key, text)?;
+        if truthy(dead.get("runId")) {
+            store.delete(&run_ref_key(&to_js_string(dead.get("runId")), &to_js_string(dead.get("messageId"))))?;
+        }
+    }
+    Ok(Value::object([("purged", Value::num(entries.len() as f64))]))
+}
+
+/// `rearmAlarm()` (§5).
+pub fn rearm_alarm(store: &mut dyn Store, ctx: &Ctx, alarm: &mut Alarm) -> Result<Value, RpcError> {
+    schedule_next(store, ctx.now, alarm)?;
+    Ok(Value::object([("alarmAt", alarm.get().map_or(Value::Null, |t| Value::num(t as f64)))]))
+}
+
+/// `expireRun(runId, expiredAt)` (§5, retention.md): purge every pending, in-flight and
+/// dead message of the run, fence it, return the cumulative count.
+pub fn expire_run(store: &mut dyn Store, ctx: &Ctx, alarm: &mut Alarm, args: Args) -> Result<Value, RpcError> {
+    let run_id = to_js_string(args.raw(0));
+    let fence_key = expired_key(&run_id);
+    let previous = get_value(store, &fence_key)?;
+    let mut deleted = previous.as_ref().and_then(|p| p.get("deleted")).and_then(Value::as_f64).unwrap_or(0.0);
+    for (key, text) in store.list(&ListOptions::prefix(format!("{RUN_PREFIX}{run_id}:")))? {
+        let reference = decode_entry(&key, &text)?;
+        let message_id = to_js_string(reference.get("messageId"));
+        store.delete(&msg_key(&message_id))?;
+        store.delete(&inflight_key(&message_id))?;
+        for slot in ["dueKey", "dlqKey"] {
+            if truthy(reference.get(slot)) {
+                store.delete(&to_js_string(reference.get(slot)))?;
+            }
+        }
+        release_claim(store, reference.get("idempotencyKey"), reference.get("messageId"))?;
+        store.delete(&key)?;
+        deleted += 1.0;
+    }
+    let mut fence = Map::new();
+    if let Some(at) = args.raw(1) {
+        fence.insert("expiredAt".into(), at.clone());
+    }
+    fence.insert("deleted".into(), Value::num(deleted));
+    put_value(store, &fence_key, &Value::Object(fence))?;
+    schedule_next(store, ctx.now, alarm)?;
+    Ok(Value::object([("deleted", Value::num(deleted))]))
+}
