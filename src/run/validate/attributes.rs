@@ -15,6 +15,8 @@ pub const MAX_PER_RUN: usize = 64;
 pub struct Change<'a> {
     pub key: Option<&'a Value>,
     pub value: Option<&'a Value>,
+    /// A `null` element: reading `change.key` throws when validation reaches it.
+    pub null_element: bool,
 }
 
 /// Read a change list the way `for (const change of changes)` + `change.key` would.
@@ -24,16 +26,16 @@ pub fn changes_from(changes: Option<&Value>) -> Result<Vec<Change<'_>>, RpcError
     match changes {
         Some(Value::Array(items)) => items
             .iter()
-            .map(|c| match c {
-                Value::Null => Err(RpcError::type_error("Cannot read properties of null (reading 'key')")),
-                Value::Object(m) => Ok(Change { key: m.get("key"), value: m.get("value") }),
-                _ => Ok(Change { key: None, value: None }),
-            })
+            .map(|c| -> Result<Change<'_>, RpcError> { match c {
+                Value::Null => Ok(Change { key: None, value: None, null_element: true }),
+                Value::Object(m) => Ok(Change { key: m.get("key"), value: m.get("value"), null_element: false }),
+                _ => Ok(Change { key: None, value: None, null_element: false }),
+            }})
             .collect(),
         // Strings iterate by code point; a one-character string has no `key` member.
-        Some(Value::String(s)) => Ok(s.chars().map(|_| Change { key: None, value: None }).collect()),
+        Some(Value::String(s)) => Ok(s.chars().map(|_| Change { key: None, value: None, null_element: false }).collect()),
         // Byte arrays iterate numbers.
-        Some(Value::Bytes(b)) => Ok(b.iter().map(|_| Change { key: None, value: None }).collect()),
+        Some(Value::Bytes(b)) => Ok(b.iter().map(|_| Change { key: None, value: None, null_element: false }).collect()),
         _ => Err(not_iterable()),
     }
 }
@@ -75,6 +77,9 @@ pub fn validate_changes(
     let mut seen: BTreeSet<&str> = BTreeSet::new();
     let (mut adds, mut deletes) = (0usize, 0usize);
     for change in changes {
+        if change.null_element {
+            return Err(RpcError::type_error("Cannot read properties of null (reading 'key')"));
+        }
         let key = match change.key {
             Some(Value::String(k)) => k.as_str(),
             other => return Err(attribute_error(format!("Attribute key must be a string, got {}", type_of(other)))),

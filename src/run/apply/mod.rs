@@ -1,0 +1,419 @@
+//! `applyEvent` (spec `run-do.md` §5–6): the request, the guards in the reference's
+//! exact order, dispatch to one module per event family, and the outcome.
+//!
+//! Everything runs inside the caller's storage transaction; a returned `Err` (a thrown
+//! error) rolls every write back, and a failure outcome is returned before any write.
+
+mod attr;
+mod hook;
+mod run;
+mod step;
+mod wait;
+
+use super::events::{append_event, list_events, slot_to_event_id, event_id_to_slot, EventCtx, Page, Sequence};
+use super::fence::{expired_at_iso, retention_state};
+use super::js::{to_js_string, truthy, type_of};
+use super::keys;
+use super::records::{is_terminal_run_status, Record};
+use super::retention;
+use crate::hop::Ctx;
+use crate::store::Store;
+use crate::wire::{Map, RpcError, Value};
+
+/// Failure codes of `applyEvent`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Code {
+    RunNotFound,
+    StepNotFound,
+    HookNotFound,
+    WaitNotFound,
+    EntityConflict,
+    RunExpired,
+    TooEarly,
+    RunNotSupported,
+}
+
+impl Code {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::RunNotFound => "RUN_NOT_FOUND",
+            Code::StepNotFound => "STEP_NOT_FOUND",
+            Code::HookNotFound => "HOOK_NOT_FOUND",
+            Code::WaitNotFound => "WAIT_NOT_FOUND",
+            Code::EntityConflict => "ENTITY_CONFLICT",
+            Code::RunExpired => "RUN_EXPIRED",
+            Code::TooEarly => "TOO_EARLY",
+            Code::RunNotSupported => "RUN_NOT_SUPPORTED",
+        }
+    }
+}
+
+/// A failure outcome (HTTP 200, nothing written).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failure {
+    pub code: Code,
+    pub message: String,
+    pub retry_after_seconds: Option<f64>,
+    pub run_spec_version: Option<Value>,
+}
+
+pub fn fail(code: Code, message: String) -> Failure {
+    Failure { code, message, retry_after_seconds: None, run_spec_version: None }
+}
+
+/// A success outcome.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Success {
+    pub event: Option<Record>,
+    pub run: Option<Record>,
+    pub step: Option<Record>,
+    pub hook: Option<Record>,
+    pub wait: Option<Record>,
+    pub step_created: bool,
+    pub released_hooks: Vec<(Value, Value)>,
+    pub run_created: Option<(Value, i64)>,
+    pub hook_to_index: Option<Record>,
+    pub page: Option<Page>,
+    pub max_events: Option<f64>,
+}
+
+pub type Outcome = Result<Success, Failure>;
+
+/// The call's request and shared state.
+pub struct Apply<'a> {
+    pub store: &'a mut dyn Store,
+    pub seq: Sequence,
+    pub now: i64,
+    pub max_events: f64,
+    /// `request.runId` as sent (normally a string).
+    pub run_id: Value,
+    /// `request.runId` interpolated into messages and keys.
+    pub run_id_text: String,
+    /// `request.data` members.
+    pub data: Map,
+    /// `data.correlationId`.
+    pub id: Option<Value>,
+    pub params: Option<Value>,
+    pub token_holder: Option<Value>,
+}
+
+impl Apply<'_> {
+    pub fn event_type(&self) -> Option<&str> {
+        self.data.get("eventType").and_then(Value::as_str)
+    }
+    /// `${data.correlationId}`.
+    pub fn id_text(&self) -> String {
+        to_js_string(self.id.as_ref())
+    }
+    pub fn param(&self, key: &str) -> Option<&Value> {
+        match &self.params {
+            Some(Value::Object(m)) => m.get(key),
+            _ => None,
+        }
+    }
+    /// `data.eventData` (None when absent).
+    pub fn event_data(&self) -> Option<&Value> {
+        self.data.get("eventData")
+    }
+    /// `data.eventData.<key>` with JavaScript's TypeError for a missing `eventData`.
+    pub fn event_data_member(&self, key: &str) -> Result<Option<&Value>, RpcError> {
+        member(self.event_data(), key)
+    }
+    /// `data.eventData?.<key>`.
+    pub fn event_data_opt(&self, key: &str) -> Option<&Value> {
+        self.event_data().and_then(|d| d.get(key))
+    }
+    fn event_ctx(&self) -> (Value, Option<Value>, Option<Value>) {
+        (self.run_id.clone(), self.param("occurredAt").cloned(), self.param("resumeId").cloned())
+    }
+    /// Append an event built from `record` (request members or a synthetic event).
+    pub fn append(&mut self, record: Map) -> Result<Record, RpcError> {
+        let (run_id, occurred_at, resume_id) = self.event_ctx();
+        let ctx = EventCtx { run_id: &run_id, now: self.now, occurred_at: occurred_at.as_ref(), resume_id: resume_id.as_ref() };
+        append_event(self.store, &mut self.seq, &ctx, record)
+    }
+    /// Append the request itself as the event.
+    pub fn append_request(&mut self) -> Result<Record, RpcError> {
+        let record = self.data.clone();
+        self.append(record)
+    }
+    /// The event page of all events, from the beginning (run_started preload).
+    pub fn preload(&mut self) -> Result<Page, RpcError> {
+        list_events(self.store, self.max_events, None, false)
+    }
+}
+
+/// JavaScript member read `v.key`: TypeError on undefined/null, `undefined` on
+/// primitives.
+pub fn member<'v>(v: Option<&'v Value>, key: &str) -> Result<Option<&'v Value>, RpcError> {
+    match v {
+        None => Err(RpcError::type_error(format!("Cannot read properties of undefined (reading '{key}')"))),
+        Some(Value::Null) => Err(RpcError::type_error(format!("Cannot read properties of null (reading '{key}')"))),
+        Some(Value::Object(m)) => Ok(m.get(key)),
+        Some(_) => Ok(None),
+    }
+}
+
+/// `isChildEntityCreationEvent(data)`.
+pub fn is_child_entity_creation(data: &Map) -> bool {
+    match data.get("eventType").and_then(Value::as_str) {
+        Some("step_created" | "hook_created" | "wait_created") => true,
+        Some("step_started") => {
+            let ed = data.get("eventData");
+            matches!(ed.and_then(|d| d.get("stepName")), Some(Value::String(_)))
+                && ed.and_then(|d| d.get("input")).is_some()
+        }
+        _ => false,
+    }
+}
+
+fn not_supported(run_id: &str, version: Option<&Value>) -> Failure {
+    Failure {
+        code: Code::RunNotSupported,
+        message: format!("Run \"{run_id}\" uses unsupported specVersion {}; this world requires 6", to_js_string(version)),
+        retry_after_seconds: None,
+        run_spec_version: version.cloned(),
+    }
+}
+
+/// The `applyEvent` RPC method: fence, core, bookkeeping, page; the wire outcome.
+pub fn apply_event(store: &mut dyn Store, ctx: &Ctx, request: Option<&Value>) -> Result<Value, RpcError> {
+    let retention = retention_state(store, ctx.now)?;
+    if let Some(t) = &retention.tombstone {
+        let run_id = to_js_string(member(request, "runId")?);
+        return Ok(failure_value(&fail(
+            Code::RunExpired,
+            format!("Workflow run \"{run_id}\" expired at {}", expired_at_iso(t)),
+        )));
+    }
+    let seq = Sequence::load(store)?;
+    let req = |k: &str| request.and_then(|r| r.get(k)).cloned();
+    let data = match req("data") {
+        None => return Err(RpcError::type_error("Cannot read properties of undefined (reading 'specVersion')")),
+        Some(Value::Null) => return Err(RpcError::type_error("Cannot read properties of null (reading 'specVersion')")),
+        Some(Value::Object(m)) => m,
+        Some(_) => Map::new(),
+    };
+    let run_id = req("runId").unwrap_or(Value::Null);
+    let run_id_text = to_js_string(request.and_then(|r| r.get("runId")));
+    let mut cx = Apply {
+        store,
+        seq,
+        now: ctx.now,
+        max_events: super::events::max_events(ctx.config.workflow_max_events.as_deref()),
+        run_id,
+        run_id_text,
+        id: data.get("correlationId").cloned(),
+        data,
+        params: req("params"),
+        token_holder: req("tokenHolder"),
+    };
+    let outcome = match core(&mut cx)? {
+        Err(f) => return Ok(failure_value(&f)),
+        Ok(s) => s,
+    };
+    cx.seq.save(cx.store)?;
+    let cleanup = req("cleanup");
+    let mut outcome = outcome;
+    retention::record_markers(cx.store, &outcome, &cx.run_id_text)?;
+    retention::schedule(cx.store, &mut outcome, cleanup.as_ref(), retention.cleanup.is_some())?;
+    let outcome = finalize_page(&mut cx, outcome)?;
+    Ok(success_value(outcome))
+}
+
+/// The state machine (§6.3–6.8). `Ok(Err(failure))` is a failure outcome.
+fn core(cx: &mut Apply) -> Result<Outcome, RpcError> {
+    let et = cx.event_type().map(str::to_string);
+    let et = et.as_deref();
+    // 1. Spec version of the request.
+    let spec = cx.data.get("specVersion").filter(|v| !v.is_null()).cloned();
+    if let Some(spec) = &spec {
+        if *spec != Value::num(6) {
+            return Ok(Err(not_supported(&cx.run_id_text, Some(spec))));
+        }
+    }
+    // 2. Load the run.
+    let skip_run = matches!(et, Some("run_created" | "step_completed" | "step_retrying"));
+    let mut current = if skip_run { None } else { Record::load(cx.store, keys::RUN)? };
+    // 3. Resilient start.
+    let mut bootstrapped = None;
+    if et == Some("run_started") && current.is_none() && truthy(cx.event_data()) {
+        if let Some((run, created)) = run::bootstrap(cx)? {
+            current = Some(run);
+            bootstrapped = Some(created);
+        }
+    }
+    // 4. Spec version of the stored run.
+    if let Some(run) = &current {
+        if run.get("specVersion") != Some(&Value::num(6)) {
+            return Ok(Err(not_supported(&cx.run_id_text, run.get("specVersion"))));
+        }
+    }
+    // 5. Terminal run.
+    if let Some(run) = &current {
+        let status = run.status().to_string();
+        if is_terminal_run_status(&status) {
+            if et == Some("run_cancelled") && status == "cancelled" {
+                let event = cx.append_request()?;
+                return Ok(Ok(Success { event: Some(event), run: current.clone(), ..Default::default() }));
+            }
+            if et == Some("run_started") {
+                return Ok(Err(fail(
+                    Code::RunExpired,
+                    format!("Workflow run \"{}\" is already in terminal state \"{status}\"", cx.run_id_text),
+                )));
+            }
+            if matches!(et, Some("run_completed" | "run_failed" | "run_cancelled")) {
+                return Ok(Err(fail(Code::EntityConflict, format!("Cannot transition run from terminal state \"{status}\""))));
+            }
+            if is_child_entity_creation(&cx.data) {
+                return Ok(Err(fail(
+                    Code::EntityConflict,
+                    format!("Cannot create new entities on run in terminal state \"{status}\""),
+                )));
+            }
+            if et == Some("attr_set") {
+                return Ok(Err(fail(
+                    Code::EntityConflict,
+                    format!("Cannot set attributes on run in terminal state \"{status}\""),
+                )));
+            }
+        }
+    }
+    // 6. Steps.
+    let mut step = None;
+    if matches!(et, Some("step_started" | "step_completed" | "step_failed" | "step_retrying")) {
+        match step::guard(cx, current.as_ref())? {
+            Err(f) => return Ok(Err(f)),
+            Ok(s) => step = s,
+        }
+    }
+    // 7. Hook resume idempotency.
+    if et == Some("hook_received") {
+        if let Some(outcome) = hook::resume_replay(cx)? {
+            return Ok(outcome);
+        }
+    }
+    // 8. Hook existence.
+    if matches!(et, Some("hook_disposed" | "hook_received")) && truthy(cx.id.as_ref()) {
+        let key = keys::hook(&cx.id_text());
+        if Record::load(cx.store, &key)?.is_none() {
+            return Ok(Err(fail(Code::HookNotFound, format!("Hook \"{}\" not found", cx.id_text()))));
+        }
+    }
+    // 9. Run existence.
+    if !matches!(et, Some("run_created" | "run_started" | "step_completed" | "step_retrying")) && current.is_none() {
+        return Ok(Err(fail(Code::RunNotFound, format!("Workflow run \"{}\" not found", cx.run_id_text))));
+    }
+    // 10. Per-type effects.
+    match et {
+        Some("run_created") => run::created(cx),
+        Some("run_started") => run::started(cx, current, bootstrapped),
+        Some("run_completed" | "run_failed" | "run_cancelled") => run::terminal(cx, current),
+        Some("attr_set") => attr::set(cx, current),
+        Some("step_created") => step::created(cx),
+        Some("step_started") => step::started(cx, step),
+        Some("step_completed" | "step_failed" | "step_retrying") => step::progressed(cx, step),
+        Some("hook_created") => hook::created(cx),
+        Some("hook_disposed") => hook::disposed(cx),
+        Some("wait_created") => wait::created(cx),
+        Some("wait_completed") => wait::completed(cx),
+        _ => hook::event_only(cx),
+    }
+}
+
+/// §6.11: `maxEvents`, then the `sinceCursor` / `eventCount` page.
+fn finalize_page(cx: &mut Apply, mut s: Success) -> Result<Success, RpcError> {
+    if s.run.is_some() && s.max_events.is_none() {
+        s.max_events = Some(cx.max_events);
+    }
+    let Some(event_id) = s.event.as_ref().map(|e| e.str("eventId").unwrap_or_default().to_string()) else {
+        return Ok(s);
+    };
+    if let Some(Value::String(since)) = cx.param("sinceCursor").cloned() {
+        s.page = Some(list_events(cx.store, 100.0, Some(&since), false)?);
+        return Ok(s);
+    }
+    let event_count = match cx.param("eventCount") {
+        None => return Ok(s),
+        Some(Value::Number(n)) => *n,
+        Some(Value::Null) => 0.0,
+        Some(Value::Bool(b)) => f64::from(u8::from(*b)),
+        Some(_) => return Ok(s),
+    };
+    let Some(committed) = event_id_to_slot(&event_id) else { return Ok(s) };
+    let committed = committed as f64;
+    if committed <= event_count + 1.0 {
+        return Ok(s);
+    }
+    let skipped = committed - event_count - 1.0;
+    let cursor = if event_count > 0.0 { Some(slot_to_event_id(event_count)?) } else { None };
+    let page = list_events(cx.store, skipped, cursor.as_deref(), false)?;
+    let events: Vec<Value> = page
+        .data
+        .into_iter()
+        .filter(|e| e.get("eventId").and_then(Value::as_str).is_some_and(|id| id < event_id.as_str()))
+        .collect();
+    let has_more = (events.len() as f64) < skipped;
+    s.page = Some(Page { data: events, cursor: None, has_more });
+    Ok(s)
+}
+
+fn failure_value(f: &Failure) -> Value {
+    let mut m = Map::new();
+    m.insert("ok".into(), Value::Bool(false));
+    m.insert("code".into(), Value::str(f.code.as_str()));
+    m.insert("message".into(), Value::String(f.message.clone()));
+    if let Some(n) = f.retry_after_seconds {
+        m.insert("retryAfterSeconds".into(), Value::num(n));
+    }
+    if let Some(v) = &f.run_spec_version {
+        m.insert("runSpecVersion".into(), v.clone());
+    }
+    Value::Object(m)
+}
+
+fn success_value(s: Success) -> Value {
+    let mut m = Map::new();
+    m.insert("ok".into(), Value::Bool(true));
+    let mut put = |k: &str, r: Option<Record>| {
+        if let Some(r) = r {
+            m.insert(k.into(), r.into_value());
+        }
+    };
+    put("event", s.event);
+    put("run", s.run);
+    put("step", s.step);
+    put("hook", s.hook);
+    put("wait", s.wait);
+    put("hookToIndex", s.hook_to_index);
+    if s.step_created {
+        m.insert("stepCreated".into(), Value::Bool(true));
+    }
+    let released = s
+        .released_hooks
+        .into_iter()
+        .map(|(hook_id, token)| Value::object([("hookId", hook_id), ("token", token)]))
+        .collect();
+    m.insert("releasedHooks".into(), Value::Array(released));
+    if let Some((workflow_name, created_at)) = s.run_created {
+        m.insert(
+            "runCreated".into(),
+            Value::object([("workflowName", workflow_name), ("createdAt", Value::date(created_at))]),
+        );
+    }
+    if let Some(p) = s.page {
+        m.insert("events".into(), Value::Array(p.data));
+        m.insert("cursor".into(), p.cursor.map_or(Value::Null, Value::String));
+        m.insert("hasMore".into(), Value::Bool(p.has_more));
+    }
+    if let Some(n) = s.max_events {
+        m.insert("maxEvents".into(), Value::num(n));
+    }
+    Value::Object(m)
+}
+
+/// `typeof` re-exported for the families.
+pub fn js_type(v: Option<&Value>) -> &'static str {
+    type_of(v)
+}

@@ -1,0 +1,49 @@
+//! Expired-run fencing (spec `run-do.md` §2): a tombstone, or a cleanup record whose
+//! time has come, fences reads and writes.
+
+use super::keys;
+use super::records::{tombstone_from_cleanup, Record};
+use crate::store::Store;
+use crate::wire::date::iso;
+use crate::wire::{Map, RpcError, Value};
+
+/// What the fence saw at the start of a call.
+pub struct RetentionState {
+    pub cleanup: Option<Record>,
+    /// The tombstone (stored or synthesized) when the run is expired.
+    pub tombstone: Option<Map>,
+}
+
+pub fn retention_state(store: &mut dyn Store, now: i64) -> Result<RetentionState, RpcError> {
+    let cleanup = Record::load(store, keys::RETENTION_CLEANUP)?;
+    if let Some(t) = Record::load(store, keys::RETENTION_TOMBSTONE)? {
+        return Ok(RetentionState { cleanup, tombstone: Some(t.0) });
+    }
+    let tombstone = match &cleanup {
+        Some(c) if !(c.str("phase") == Some("retained") && c.date("dueAt").is_some_and(|d| d > now)) => {
+            Some(tombstone_from_cleanup(c))
+        }
+        _ => None,
+    };
+    Ok(RetentionState { cleanup, tombstone })
+}
+
+/// `expiredAt` of a tombstone as ISO text.
+pub fn expired_at_iso(tombstone: &Map) -> String {
+    match tombstone.get("expiredAt") {
+        Some(Value::Date(Some(ms))) => iso(*ms),
+        other => crate::run::js::to_js_string(other),
+    }
+}
+
+/// The expired-read envelope.
+pub fn expired_read(tombstone: Map) -> Value {
+    let run_id = crate::run::js::to_js_string(tombstone.get("runId"));
+    let message = format!("Workflow run \"{run_id}\" expired at {}", expired_at_iso(&tombstone));
+    Value::object([
+        ("ok", Value::Bool(false)),
+        ("code", Value::str("RUN_EXPIRED")),
+        ("message", Value::String(message)),
+        ("tombstone", Value::Object(tombstone)),
+    ])
+}

@@ -1,0 +1,85 @@
+//! Retention bookkeeping inside `applyEvent` (spec `run-do.md` §6.9–6.10,
+//! `retention.md` §2): the markers that let a later cleanup find the run's IndexDO
+//! entries, and automatic scheduling when a run becomes terminal.
+
+use std::cell::RefCell;
+
+use super::apply::Success;
+use super::js::to_js_string;
+use super::keys;
+use super::records::{cleanup_record, is_terminal_run_status, Record};
+use super::validate::{parse_object, schemas};
+use crate::store::{put_json, Store};
+use crate::wire::{Map, RpcError, Value};
+
+thread_local! {
+    static ALARM: RefCell<Option<i64>> = const { RefCell::new(None) };
+}
+
+/// Forget any alarm requested by a previous call.
+pub fn reset_alarm() {
+    ALARM.with(|a| *a.borrow_mut() = None);
+}
+
+/// The alarm time (epoch ms) the last successful call asked for, if any. The shell
+/// applies it after the call's transaction committed.
+pub fn take_alarm() -> Option<i64> {
+    ALARM.with(|a| a.borrow_mut().take())
+}
+
+fn request_alarm(at: i64) {
+    ALARM.with(|a| *a.borrow_mut() = Some(at));
+}
+
+fn hook_marker(store: &mut dyn Store, hook_id: &Value, token: &Value) -> Result<(), RpcError> {
+    let key = keys::retention_hook(&to_js_string(Some(hook_id)), &to_js_string(Some(token)));
+    put_json(store, &key, &Value::object([("hookId", hook_id.clone()), ("token", token.clone())]))
+}
+
+/// §6.9: correlation-index, hook-index and released-hook markers.
+pub fn record_markers(store: &mut dyn Store, s: &Success, run_id: &str) -> Result<(), RpcError> {
+    if let Some(event) = &s.event {
+        if let (Some(correlation_id), Some(created), Some(event_id)) =
+            (event.str("correlationId"), event.date("createdAt"), event.str("eventId"))
+        {
+            let index_key = keys::correlation_index_key(correlation_id, created, event_id, run_id);
+            put_json(store, &keys::retention_index(&index_key), &Value::String(index_key.clone()))?;
+        }
+    }
+    if let Some(hook) = &s.hook_to_index {
+        let hook_id = hook.get("hookId").cloned().unwrap_or(Value::Null);
+        let token = hook.get("token").cloned().unwrap_or(Value::Null);
+        hook_marker(store, &hook_id, &token)?;
+    }
+    for (hook_id, token) in &s.released_hooks {
+        hook_marker(store, hook_id, token)?;
+    }
+    Ok(())
+}
+
+/// §6.10: schedule cleanup of a run that the outcome shows terminal.
+pub fn schedule(store: &mut dyn Store, s: &mut Success, cleanup: Option<&Value>, has_record: bool) -> Result<(), RpcError> {
+    let retention_ms = match cleanup.and_then(|c| c.get("retentionMs")) {
+        Some(Value::Number(n)) => *n,
+        _ => 0.0,
+    };
+    if retention_ms.is_nan() || retention_ms <= 0.0 || has_record {
+        return Ok(());
+    }
+    let Some(run) = s.run.as_ref().filter(|r| is_terminal_run_status(r.status())) else { return Ok(()) };
+    let completed = run.date("completedAt").unwrap_or_default() as f64;
+    let due = super::js::time_clip(completed + retention_ms);
+    let mut m: Map = run.0.clone();
+    m.insert("expiredAt".into(), Value::Date(due));
+    let updated = Record(parse_object(schemas::run_schema(), &m)?);
+    let due = due.unwrap_or_default();
+    let shards = match cleanup.and_then(|c| c.get("queueShards")) {
+        None | Some(Value::Null) => Value::num(1),
+        Some(v) => v.clone(),
+    };
+    updated.save(store, keys::RUN)?;
+    put_json(store, keys::RETENTION_CLEANUP, &Value::Object(cleanup_record(&updated, due, shards)))?;
+    request_alarm(due);
+    s.run = Some(updated);
+    Ok(())
+}
