@@ -1,21 +1,369 @@
-//! `QueueDO` shell (placeholder until the queue core lands).
+//! `QueueDO` class: the queue core's RPC methods plus the alarm loop that delivers
+//! messages over HTTP (spec `queue-do.md` §4).
+//!
+//! * **RPC** (`fetch`): read the alarm if the method needs it, run the core method in one
+//!   `transactionSync`, then apply the alarm change right after the commit (the platform's
+//!   alarm API is asynchronous and not part of the KV transaction; the set is issued before
+//!   anything else can run, so no other call observes the gap).
+//! * **Alarm**: a claim transaction ([`claim`]), then one HTTP POST per claimed message,
+//!   concurrently, each settled in its own transaction as it finishes ([`settle`]). The
+//!   handler awaits its deliveries (the object stays alive until they settle) and, while
+//!   any are running, keeps claiming: whenever a delivery settles, when an RPC arms the
+//!   alarm earlier (an enqueue), and when the next due time arrives. It returns once
+//!   nothing is in flight; every transition has re-armed the alarm to the next due time or
+//!   in-flight deadline, so work survives eviction and restarts.
+//! * Deliveries of a previous instance (the process died mid-delivery) leave `inflight:`
+//!   entries that this instance does not own; the claim puts them back on the schedule at
+//!   once (see [`claim`]'s `is_live`).
 
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use js_sys::{Object, Reflect, Uint8Array};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::JsFuture;
+use worker::worker_sys::web_sys;
 use worker::{durable_object, DurableObject, Env, Request, Response, Result, State};
 
-use super::serve::serve;
+use super::env::config;
+use super::kv::in_transaction;
+use super::serve::{decode, json, now_ms};
+use crate::config::Config;
+use crate::hop::{answer, Args, Ctx};
+use crate::queue::delivery::{build_request, claim, classify, needs_body, settle, Body, OutboundRequest, Outcome};
+use crate::queue::state::INFLIGHT_PREFIX;
+use crate::queue::{self, Alarm, AlarmChange, Row};
+use crate::store::ListOptions;
+use crate::wire::RpcError;
+
+/// setTimeout's largest delay (longer ones fire at once).
+const MAX_TIMER_MS: u64 = 2_147_483_647;
+/// While deliveries run, look for newly due work at least this often.
+const MAX_IDLE_WAIT_MS: i64 = 30_000;
+/// Stop claiming new work in one alarm invocation after this long (alarm handlers have a
+/// wall-clock limit); what is left is picked up by the next alarm.
+const CLAIM_BUDGET_MS: i64 = 10 * 60 * 1000;
+
+#[wasm_bindgen]
+extern "C" {
+    #[wasm_bindgen(js_name = fetch, catch)]
+    fn global_fetch(input: &str, init: &Object) -> std::result::Result<js_sys::Promise, JsValue>;
+    /// JavaScript `String(value)`.
+    #[wasm_bindgen(js_name = String)]
+    fn js_string(value: &JsValue) -> js_sys::JsString;
+}
+
+/// Wakes a running alarm loop (an RPC armed the alarm earlier than it planned for).
+#[derive(Default)]
+struct Kick {
+    fired: Cell<bool>,
+    waker: RefCell<Option<Waker>>,
+}
+
+impl Kick {
+    fn fire(&self) {
+        self.fired.set(true);
+        if let Some(w) = self.waker.borrow_mut().take() {
+            w.wake();
+        }
+    }
+    fn poll(&self, cx: &mut Context<'_>) -> bool {
+        if self.fired.replace(false) {
+            return true;
+        }
+        *self.waker.borrow_mut() = Some(cx.waker().clone());
+        false
+    }
+}
 
 #[durable_object]
 pub struct QueueDO {
     state: State,
     env: Env,
+    /// Message ids with a delivery running in this instance (count per id: a replayed
+    /// enqueue can put one id in flight twice).
+    live: Rc<RefCell<HashMap<String, u32>>>,
+    kick: Rc<Kick>,
+    /// Whether an alarm loop is running in this instance.
+    looping: Cell<bool>,
+    /// The alarm as last set by this instance (the loop's next wake-up).
+    planned: Cell<Option<i64>>,
+    /// Whether this instance checked for in-flight entries left by a previous one.
+    recovered: Cell<bool>,
+}
+
+fn log_error(what: &str, e: &RpcError) {
+    worker::console_error!("QueueDO {what}: {}: {}", e.name, e.message);
+}
+
+fn to_rpc(e: worker::Error) -> RpcError {
+    RpcError::error(e.to_string())
+}
+
+impl QueueDO {
+    /// Apply a core call's alarm change (issued synchronously, then awaited).
+    async fn apply_alarm(&self, alarm: &Alarm) -> std::result::Result<(), RpcError> {
+        let storage = self.state.storage();
+        match alarm.change() {
+            Some(AlarmChange::Set(at)) => {
+                self.planned.set(Some(at));
+                let when = worker::ScheduledTime::new(js_sys::Date::new(&JsValue::from_f64(at as f64)));
+                storage.set_alarm(when).await.map_err(to_rpc)
+            }
+            Some(AlarmChange::Delete) => {
+                self.planned.set(None);
+                storage.delete_alarm().await.map_err(to_rpc)
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// A fresh instance with `inflight:` entries and no running loop: those deliveries
+    /// died with the previous instance. Arm the alarm now so they are recovered promptly
+    /// instead of at their deadline.
+    async fn recover_once(&self) {
+        if self.recovered.replace(true) || self.looping.get() {
+            return;
+        }
+        let storage = self.state.storage();
+        let orphans = in_transaction(&storage, |s| Ok(!s.list(&ListOptions::prefix(INFLIGHT_PREFIX).limit(1))?.is_empty()));
+        if let Ok(true) = orphans {
+            let mut alarm = Alarm::unknown();
+            alarm.set(now_ms().saturating_add(1));
+            if let Err(e) = self.apply_alarm(&alarm).await {
+                log_error("recovery alarm", &e);
+            }
+        }
+    }
+
+    async fn rpc(&self, req: Request) -> Result<Response> {
+        let call = match decode(req).await {
+            Ok(c) => c,
+            Err(e) => return json(500, e.body()),
+        };
+        self.recover_once().await;
+        let cfg = config(&self.env);
+        let storage = self.state.storage();
+        let current = if queue::reads_alarm(&call.method) {
+            match storage.get_alarm().await {
+                Ok(a) => a,
+                Err(e) => return json(500, to_rpc(e).body()),
+            }
+        } else {
+            None
+        };
+        let mut alarm = if queue::reads_alarm(&call.method) { Alarm::new(current) } else { Alarm::unknown() };
+        let ctx = Ctx { now: now_ms(), name: &call.name, config: &cfg };
+        let result = in_transaction(&storage, |store| queue::call(store, &ctx, &mut alarm, &call.method, Args(&call.args)));
+        let result = match result {
+            Ok(v) => match self.apply_alarm(&alarm).await {
+                Ok(()) => Ok(v),
+                Err(e) => Err(e),
+            },
+            Err(e) => Err(e),
+        };
+        if alarm.change().is_some() && self.looping.get() {
+            self.kick.fire();
+        }
+        let (status, body) = answer(result);
+        json(status, body)
+    }
+
+    fn is_live(&self, id: &str) -> bool {
+        self.live.borrow().get(id).is_some_and(|n| *n > 0)
+    }
+
+    /// One claim transaction.
+    async fn claim_pass(&self, cfg: &Config) -> std::result::Result<Vec<Row>, RpcError> {
+        let storage = self.state.storage();
+        let mut alarm = Alarm::unknown();
+        let now = now_ms();
+        let rows = in_transaction(&storage, |s| claim(s, now, cfg, &mut alarm, &|id| self.is_live(id)))?;
+        {
+            let mut live = self.live.borrow_mut();
+            for row in &rows {
+                *live.entry(row.id()).or_insert(0) += 1;
+            }
+        }
+        self.apply_alarm(&alarm).await?;
+        Ok(rows)
+    }
+
+    /// Deliver one claimed message and settle the outcome.
+    async fn deliver(&self, row: Row, cfg: Rc<Config>) {
+        let request = build_request(&row, &cfg);
+        let outcome = send(&request, cfg.queue_delivery_timeout_ms).await;
+        let action = classify(&outcome);
+        let now = now_ms();
+        let storage = self.state.storage();
+        let mut alarm = Alarm::unknown();
+        match in_transaction(&storage, |s| settle(s, now, &cfg, &row, &action, &mut alarm)) {
+            Ok(_) => {
+                if let Err(e) = self.apply_alarm(&alarm).await {
+                    log_error("alarm after delivery", &e);
+                }
+            }
+            // The message stays in flight; the deadline sweep redelivers it.
+            Err(e) => log_error("settle", &e),
+        }
+        let id = row.id();
+        let mut live = self.live.borrow_mut();
+        if let Some(n) = live.get_mut(&id) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                live.remove(&id);
+            }
+        }
+    }
+
+    async fn run_loop(&self) -> Result<Response> {
+        let cfg = Rc::new(config(&self.env));
+        let started = now_ms();
+        let mut running: FuturesUnordered<Pin<Box<dyn Future<Output = ()> + '_>>> = FuturesUnordered::new();
+        let mut first = true;
+        loop {
+            if now_ms().saturating_sub(started) < CLAIM_BUDGET_MS {
+                match self.claim_pass(&cfg).await {
+                    Ok(rows) => {
+                        for row in rows {
+                            running.push(Box::pin(self.deliver(row, cfg.clone())));
+                        }
+                    }
+                    // Storage failure in the first claim: let the platform retry the alarm.
+                    Err(e) if first => {
+                        log_error("claim", &e);
+                        return Err(worker::Error::RustError(format!("{}: {}", e.name, e.message)));
+                    }
+                    Err(e) => log_error("claim", &e),
+                }
+            }
+            first = false;
+            if running.is_empty() {
+                break;
+            }
+            // Wait for a delivery to settle, a kick, or the next planned wake-up.
+            let wait_ms = match self.planned.get() {
+                Some(at) => at.saturating_sub(now_ms()).clamp(1, MAX_IDLE_WAIT_MS),
+                None => MAX_IDLE_WAIT_MS,
+            };
+            let mut timer = worker::Delay::from(Duration::from_millis(wait_ms as u64));
+            let kick = self.kick.clone();
+            std::future::poll_fn(|cx| {
+                let mut woke = false;
+                while let Poll::Ready(Some(())) = running.poll_next_unpin(cx) {
+                    woke = true;
+                }
+                if kick.poll(cx) || Pin::new(&mut timer).poll(cx).is_ready() {
+                    woke = true;
+                }
+                if woke {
+                    Poll::Ready(())
+                } else {
+                    Poll::Pending
+                }
+            })
+            .await;
+        }
+        Response::ok("")
+    }
+}
+
+/// POST one delivery with a timeout; the classification input.
+async fn send(request: &OutboundRequest, timeout_ms: u64) -> Outcome {
+    let controller = match web_sys::AbortController::new() {
+        Ok(c) => c,
+        Err(e) => return Outcome::Transport(js_string(&e).into()),
+    };
+    let exchange = exchange(request, controller.signal());
+    let timer = worker::Delay::from(Duration::from_millis(timeout_ms.min(MAX_TIMER_MS)));
+    futures_util::pin_mut!(exchange);
+    match futures_util::future::select(exchange, timer).await {
+        futures_util::future::Either::Left((outcome, _)) => outcome,
+        futures_util::future::Either::Right(_) => {
+            controller.abort();
+            Outcome::Transport("TimeoutError: The operation was aborted due to timeout".into())
+        }
+    }
+}
+
+async fn exchange(request: &OutboundRequest, signal: web_sys::AbortSignal) -> Outcome {
+    let transport = |e: JsValue| Outcome::Transport(js_string(&e).into());
+    let init = Object::new();
+    let headers = Object::new();
+    let mut set = Ok(true);
+    for (name, value) in &request.headers {
+        set = set.and(Reflect::set(&headers, &JsValue::from_str(name), &JsValue::from_str(value)));
+    }
+    let body: JsValue = match &request.body {
+        Body::None => JsValue::UNDEFINED,
+        Body::Text(t) => JsValue::from_str(t),
+        Body::Bytes(b) => Uint8Array::from(b.as_slice()).into(),
+    };
+    set = set
+        .and(Reflect::set(&init, &"method".into(), &"POST".into()))
+        .and(Reflect::set(&init, &"headers".into(), &headers))
+        .and(Reflect::set(&init, &"body".into(), &body))
+        .and(Reflect::set(&init, &"signal".into(), &signal));
+    if let Err(e) = set {
+        return transport(e);
+    }
+    let promise = match global_fetch(&request.url, &init) {
+        Ok(p) => p,
+        Err(e) => return transport(e),
+    };
+    let response: web_sys::Response = match JsFuture::from(promise).await.and_then(|r| r.dyn_into()) {
+        Ok(r) => r,
+        Err(e) => return transport(e),
+    };
+    let status = response.status();
+    if !needs_body(status) {
+        // Not read (as in the reference), but released so the connection is freed.
+        if let Some(stream) = response.body() {
+            let _ = stream.cancel();
+        }
+        return Outcome::Response { status, body: None };
+    }
+    let body = match response.array_buffer() {
+        Ok(p) => JsFuture::from(p).await.ok().map(|buf| Uint8Array::new(&buf).to_vec()),
+        Err(_) => None,
+    };
+    Outcome::Response { status, body }
 }
 
 impl DurableObject for QueueDO {
     fn new(state: State, env: Env) -> Self {
-        Self { state, env }
+        Self {
+            state,
+            env,
+            live: Rc::new(RefCell::new(HashMap::new())),
+            kick: Rc::new(Kick::default()),
+            looping: Cell::new(false),
+            planned: Cell::new(None),
+            recovered: Cell::new(false),
+        }
     }
 
     async fn fetch(&self, req: Request) -> Result<Response> {
-        serve(&self.state, &self.env, req, crate::queue::call).await
+        self.rpc(req).await
+    }
+
+    async fn alarm(&self) -> Result<Response> {
+        if self.looping.get() {
+            // A loop is already running in this instance: let it pick up the work.
+            self.kick.fire();
+            return Response::ok("");
+        }
+        self.recovered.set(true);
+        self.looping.set(true);
+        let result = self.run_loop().await;
+        self.looping.set(false);
+        result
     }
 }

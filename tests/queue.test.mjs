@@ -1,0 +1,220 @@
+// QueueDO end to end on Miniflare with real alarms and a real local delivery target
+// (spec queue-do.md): load with retries, dead letters, 503 timeoutSeconds, dedup, delays,
+// and a runtime restart in the middle of a load.
+
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { STANDARD_VARS, startWorker } from "./lib/harness.mjs";
+import { enqueueRequest, pool, shardOf, startQueueTarget } from "./lib/queue-target.mjs";
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function withWorld(vars, policy, fn, options = {}) {
+  const target = await startQueueTarget(policy);
+  const w = await startWorker({ vars: { ...STANDARD_VARS, ...vars }, ...options });
+  try {
+    await fn({ w, target, q: (name, method, args = []) => w.rpc("queue", name, method, args) });
+  } finally {
+    await w.dispose();
+    await target.close();
+  }
+}
+
+async function waitDrained(q, shards, timeoutMs) {
+  const deadline = Date.now() + timeoutMs;
+  let stats;
+  while (Date.now() < deadline) {
+    stats = await Promise.all(shards.map((s) => q(`q:${s}`, "stats")));
+    if (stats.every((s) => s.pending === 0 && s.inflight === 0)) return stats;
+    await sleep(100);
+  }
+  return stats;
+}
+
+test("queue: 1000 messages, 2 shards, every 20th answered 503 {timeoutSeconds:0} once", { timeout: 180_000 }, async () => {
+  const N = 1000;
+  const ids = Array.from({ length: N }, (_, i) => `msg_load_${String(i).padStart(4, "0")}`);
+  const index = new Map(ids.map((id, i) => [id, i]));
+  const policy = (d) => {
+    const i = index.get(d.id);
+    if (i !== undefined && i % 20 === 0 && d.attempt === "1" && d.n === 1) {
+      return { status: 503, body: JSON.stringify({ timeoutSeconds: 0 }), headers: { "retry-after": "0" } };
+    }
+    return { status: 200 };
+  };
+  await withWorld({}, policy, async ({ target, q }) => {
+    const payload = "x".repeat(256 - 40);
+    const outcomes = await pool(N, 32, async (i) => {
+      const id = ids[i];
+      const body = JSON.stringify({ id, pad: payload }).slice(0, 256).padEnd(256, " ");
+      assert.equal(Buffer.byteLength(body), 256);
+      return q(`q:${shardOf(id, 2)}`, "enqueue", [enqueueRequest(id, target.url, { body, queueShards: 2 })]);
+    });
+    assert.ok(outcomes.every((o, i) => o.ok === true && o.messageId === ids[i] && o.deduped === false));
+    const ok = await target.waitUntil(() => new Set(target.deliveries.filter((d) => d.status === 200).map((d) => d.id)).size >= N, 120_000);
+    const successes = target.deliveries.filter((d) => d.status === 200);
+    const byId = new Map();
+    for (const d of successes) byId.set(d.id, (byId.get(d.id) || 0) + 1);
+    assert.ok(ok, `only ${byId.size} of ${N} delivered`);
+    assert.equal(byId.size, N);
+    assert.deepEqual([...byId.values()].filter((n) => n > 1), [], "duplicate successful deliveries");
+    for (const d of successes) {
+      assert.equal(d.body.length, 256);
+      assert.equal(d.path, "/.well-known/workflow/v1/flow");
+      assert.equal(d.attempt, "1"); // 503 {timeoutSeconds} never consumes an attempt
+    }
+    assert.equal(target.deliveries.filter((d) => d.status === 503).length, N / 20);
+    const stats = await waitDrained(q, [0, 1], 10_000);
+    for (const s of stats) assert.deepEqual(s, { pending: 0, inflight: 0, deadLetters: 0, alarmAt: null });
+    // Both shards were used.
+    assert.ok(ids.some((id) => shardOf(id, 2) === 0) && ids.some((id) => shardOf(id, 2) === 1));
+  });
+});
+
+test("queue: always failing with QUEUE_MAX_ATTEMPTS=2 → dead letter, listed, redriven, purged", { timeout: 60_000 }, async () => {
+  let healthy = false;
+  const policy = () => (healthy ? { status: 200 } : { status: 500, body: '{"error":"boom"}' });
+  await withWorld({ QUEUE_MAX_ATTEMPTS: "2" }, policy, async ({ target, q }) => {
+    const t0 = Date.now();
+    await q("q:0", "enqueue", [enqueueRequest("msg_dead_1", target.url, { runId: "wrun_dead", idempotencyKey: "k-dead" })]);
+    await q("q:0", "enqueue", [enqueueRequest("msg_dead_2", target.url)]);
+    assert.ok(await target.waitUntil(() => target.deliveries.length >= 4, 15_000));
+    await sleep(300);
+    const attempts = target.deliveries.filter((d) => d.id === "msg_dead_1").map((d) => [d.attempt, d.at - t0]);
+    assert.deepEqual(attempts.map((a) => a[0]), ["1", "2"]);
+    assert.ok(attempts[1][1] - attempts[0][1] >= 1900, `backoff ${attempts[1][1] - attempts[0][1]} ms`);
+    assert.deepEqual(await q("q:0", "stats"), { pending: 0, inflight: 0, deadLetters: 2, alarmAt: null });
+    const list = await q("q:0", "listDeadLetters", [{ limit: 1 }]);
+    assert.equal(list.hasMore, true);
+    assert.equal(list.data.length, 1);
+    assert.match(list.cursor, /^dlq:\d{13}:msg_dead_[12]$/);
+    const all = await q("q:0", "listDeadLetters", []);
+    assert.equal(all.data.length, 2);
+    const dead = all.data.find((d) => d.messageId === "msg_dead_1");
+    assert.equal(dead.attempt, 2);
+    assert.equal(dead.lastError, "HTTP 500");
+    assert.equal(dead.runId, "wrun_dead");
+    assert.equal(dead.idempotencyKey, "k-dead");
+    assert.equal(typeof dead.failedAt, "number");
+    // The key was released: a new message with it is not deduplicated.
+    const fresh = await q("q:0", "enqueue", [enqueueRequest("msg_dead_3", target.url, { idempotencyKey: "k-dead", delaySeconds: 3600 })]);
+    assert.equal(fresh.deduped, false);
+    // Redrive is refused while msg_dead_3 holds the key; expire it and redrive.
+    assert.deepEqual(await q("q:0", "redriveDeadLetter", ["msg_dead_1"]), { ok: false });
+    assert.deepEqual(await q("q:0", "expireRun", ["wrun_none", 946684800000]), { deleted: 0 });
+    healthy = true;
+    assert.deepEqual(await q("q:0", "redriveDeadLetter", ["msg_dead_2"]), { ok: true });
+    assert.ok(await target.waitUntil(() => target.deliveries.some((d) => d.id === "msg_dead_2" && d.status === 200), 5000));
+    const redelivered = target.deliveries.find((d) => d.id === "msg_dead_2" && d.status === 200);
+    assert.equal(redelivered.attempt, "1");
+    await sleep(300);
+    const s = await q("q:0", "stats");
+    assert.equal(s.deadLetters, 1);
+    assert.equal(s.pending, 1); // msg_dead_3, an hour away
+    assert.deepEqual(await q("q:0", "purgeDeadLetters"), { purged: 1 });
+    assert.deepEqual(await q("q:0", "listDeadLetters"), { data: [], cursor: null, hasMore: false });
+  });
+});
+
+test("queue: 503 with numeric timeoutSeconds redelivers later without consuming an attempt", { timeout: 30_000 }, async () => {
+  const policy = (d) =>
+    d.n === 1 && d.attempt === "1" ? { status: 503, body: '{"timeoutSeconds":1}', headers: { "retry-after": "30" } } : { status: 200 };
+  await withWorld({}, policy, async ({ target, q }) => {
+    await q("q:0", "enqueue", [enqueueRequest("msg_503", target.url, { idempotencyKey: "k503" })]);
+    assert.ok(await target.waitUntil(() => target.deliveries.length >= 1, 5000));
+    await sleep(200);
+    const s = await q("q:0", "stats");
+    assert.equal(s.pending, 1);
+    assert.equal(s.inflight, 0);
+    // Still claimed: dedup answers the original id.
+    const dup = await q("q:0", "enqueue", [enqueueRequest("msg_503_dup", target.url, { idempotencyKey: "k503" })]);
+    assert.deepEqual(dup, { ok: true, messageId: "msg_503", deduped: true });
+    assert.ok(await target.waitUntil(() => target.deliveries.length >= 2, 5000));
+    const [first, second] = target.deliveries;
+    assert.equal(second.attempt, "1");
+    assert.ok(second.at - first.answeredAt >= 950, `redelivered after ${second.at - first.answeredAt} ms`);
+    assert.ok(second.at - first.answeredAt < 5000, "Retry-After must be ignored");
+    await sleep(200);
+    assert.deepEqual(await q("q:0", "stats"), { pending: 0, inflight: 0, deadLetters: 0, alarmAt: null });
+  });
+});
+
+test("queue: dedup by idempotency key, released after ack", { timeout: 30_000 }, async () => {
+  await withWorld({}, () => ({ status: 200 }), async ({ target, q }) => {
+    const a = await q("q:0", "enqueue", [enqueueRequest("msg_d1", target.url, { idempotencyKey: "kd", delaySeconds: 1 })]);
+    const b = await q("q:0", "enqueue", [enqueueRequest("msg_d2", target.url, { idempotencyKey: "kd" })]);
+    assert.deepEqual(a, { ok: true, messageId: "msg_d1", deduped: false });
+    assert.deepEqual(b, { ok: true, messageId: "msg_d1", deduped: true });
+    assert.ok(await target.waitUntil(() => target.deliveries.length >= 1, 5000));
+    await sleep(300);
+    assert.deepEqual(target.deliveries.map((d) => d.id), ["msg_d1"]);
+    const c = await q("q:0", "enqueue", [enqueueRequest("msg_d3", target.url, { idempotencyKey: "kd" })]);
+    assert.deepEqual(c, { ok: true, messageId: "msg_d3", deduped: false });
+    assert.ok(await target.waitUntil(() => target.deliveries.length >= 2, 5000));
+    // Shard pinning.
+    const mismatch = await q("q:0", "enqueue", [enqueueRequest("msg_d4", target.url, { queueShards: 3 })]);
+    assert.deepEqual(mismatch, {
+      ok: false,
+      code: "CONFIG_MISMATCH",
+      message: "queue cell shard-count mismatch: pinned 1, got 3 \u2014 changing queueShards requires draining the fleet",
+    });
+  });
+});
+
+test("queue: delayed messages are not delivered early", { timeout: 30_000 }, async () => {
+  await withWorld({}, () => ({ status: 200 }), async ({ target, q }) => {
+    const sent = {};
+    for (const [id, delay] of [["msg_late_2", 2], ["msg_late_1", 1], ["msg_now", 0]]) {
+      sent[id] = Date.now();
+      await q("q:0", "enqueue", [enqueueRequest(id, target.url, { delaySeconds: delay })]);
+      sent[id] = { at: sent[id], delay };
+    }
+    assert.ok(await target.waitUntil(() => target.deliveries.length >= 3, 10_000));
+    assert.deepEqual(target.deliveries.map((d) => d.id), ["msg_now", "msg_late_1", "msg_late_2"]);
+    for (const d of target.deliveries) {
+      const early = sent[d.id].at + sent[d.id].delay * 1000 - d.at;
+      assert.ok(early <= 5, `${d.id} delivered ${early} ms early`);
+    }
+  });
+});
+
+test("queue: restart mid-load over persisted state loses nothing", { timeout: 180_000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), "celld-queue-restart-"));
+  const N = 300;
+  // Slow answers keep deliveries in flight when the runtime goes away.
+  const target = await startQueueTarget(() => ({ status: 200, delayMs: 40 }));
+  const ids = Array.from({ length: N }, (_, i) => `msg_rs_${i}`);
+  let w = await startWorker({ persistDir: dir });
+  let accepted = [];
+  try {
+    accepted = await pool(N, 16, async (i) => {
+      const id = ids[i];
+      const r = await w.rpc("queue", `q:${shardOf(id, 2)}`, "enqueue", [enqueueRequest(id, target.url, { queueShards: 2 })]);
+      return r.ok ? id : null;
+    });
+    assert.ok(await target.waitUntil(() => target.deliveries.length >= 20, 30_000), "deliveries started");
+  } finally {
+    await w.dispose(); // mid-load: deliveries in flight die with the runtime
+  }
+  const beforeRestart = new Set(target.deliveries.filter((d) => d.status === 200).map((d) => d.id));
+  assert.ok(beforeRestart.size < N, "the restart happened mid-load");
+  w = await startWorker({ persistDir: dir });
+  try {
+    const all = accepted.filter(Boolean);
+    assert.equal(all.length, N);
+    const done = () => new Set(target.deliveries.filter((d) => d.status === 200).map((d) => d.id));
+    // No RPC after the restart: the persisted alarms alone must resume the work.
+    const ok = await target.waitUntil(() => done().size >= N, 90_000);
+    const missing = all.filter((id) => !done().has(id));
+    assert.ok(ok, `${missing.length} accepted messages never delivered (e.g. ${missing.slice(0, 3).join(", ")})`);
+    const stats = await waitDrained((name, method, args) => w.rpc("queue", name, method, args), [0, 1], 20_000);
+    for (const s of stats) assert.deepEqual(s, { pending: 0, inflight: 0, deadLetters: 0, alarmAt: null });
+  } finally {
+    await w.dispose();
+    await target.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
