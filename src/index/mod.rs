@@ -1,12 +1,68 @@
-//! IndexDO core.
+//! IndexDO core (`index-do.md`): the global string → value index (emulating the Workers KV
+//! namespace the original design used), hook-token ownership, and per-run expiry fences.
+//!
+//! One instance, named `index`, is used by the client and the retention cleanup; other
+//! names are independent instances with the same behaviour. Every method runs inside one
+//! storage transaction (the shell's), so a thrown error leaves no trace.
+//!
+//! Files:
+//! * [`kv`] — `get`, `put`, `delete`, `putOwned`, `list`;
+//! * [`hooks`] — `reserveHookToken`, `finalizeHookIndexes`, `releaseHookToken`,
+//!   `deleteHookIndexes`;
+//! * [`expiry`] — `expireRun`;
+//! * [`keys`] — key formats; [`records`] — stored values, claims and owner rules;
+//! * [`slot`] — the storage encoding of arbitrary values; [`js`] and [`json_parse`] — the
+//!   JavaScript semantics (coercions, `===`, V8 error texts, `JSON.parse`) the reference
+//!   applies to its arguments and stored values.
+//!
+//! Storage keys are exactly the reference's (`index-do.md` §1); values are encoded with
+//! [`slot`] (a one-character tag, then the string, base64 bytes or tagged JSON).
 
-use crate::hop::{not_implemented, Args, Ctx};
+pub mod expiry;
+pub mod hooks;
+pub mod js;
+pub mod json_parse;
+pub mod keys;
+pub mod kv;
+pub mod records;
+pub mod slot;
+
+use crate::hop::{Args, Ctx};
 use crate::store::Store;
 use crate::wire::{RpcError, Value};
 
 pub const CLASS: &str = "IndexDO";
 
+/// Every method of the class, as whitelisted by the router.
+pub const METHODS: [&str; 10] = [
+    "get",
+    "put",
+    "delete",
+    "putOwned",
+    "expireRun",
+    "list",
+    "reserveHookToken",
+    "finalizeHookIndexes",
+    "releaseHookToken",
+    "deleteHookIndexes",
+];
+
 /// Dispatch one RPC method (inside one storage transaction).
-pub fn call(_store: &mut dyn Store, _ctx: &Ctx, method: &str, _args: Args) -> Result<Value, RpcError> {
-    Err(not_implemented(CLASS, method))
+pub fn call(store: &mut dyn Store, ctx: &Ctx, method: &str, args: Args) -> Result<Value, RpcError> {
+    match method {
+        "get" => kv::get(store, args),
+        "put" => kv::put(store, args),
+        "delete" => kv::delete(store, args),
+        "putOwned" => kv::put_owned(store, args),
+        "list" => kv::list(store, args),
+        "expireRun" => expiry::expire_run(store, args),
+        "reserveHookToken" => hooks::reserve(store, ctx, args),
+        "finalizeHookIndexes" => hooks::finalize(store, args),
+        "releaseHookToken" => hooks::release(store, args),
+        "deleteHookIndexes" => hooks::delete(store, args),
+        other => Err(RpcError::type_error(format!("{CLASS}.{other} is not a function"))),
+    }
 }
+
+#[cfg(test)]
+mod tests;

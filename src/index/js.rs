@@ -1,0 +1,368 @@
+//! The few JavaScript semantics the reference's StreamDO and IndexDO apply to their
+//! arguments and stored values, reproduced so malformed input gives the same observable
+//! result (or the same `TypeError` text) as on workerd.
+//!
+//! Conventions: `Option<&Value>` is a JavaScript value where `None` is `undefined`
+//! (an absent argument or member). Every function is total: no panics, no overflow.
+//!
+//! The texts of the errors below were checked against workerd's V8:
+//! `Cannot read properties of undefined (reading 'x')`, `number 5 is not iterable (cannot
+//! read property Symbol(Symbol.iterator))`, the storage layer's `put() called with undefined
+//! value.` and its int32 argument range error.
+
+use crate::wire::date;
+use crate::wire::{RpcError, Value};
+
+/// `obj.prop`: the member of an object; `undefined` for other values that have no such
+/// property; a `TypeError` when `obj` is `undefined` or `null`.
+pub fn member<'a>(obj: Option<&'a Value>, prop: &str) -> Result<Option<&'a Value>, RpcError> {
+    match obj {
+        None => Err(cannot_read("undefined", prop)),
+        Some(Value::Null) => Err(cannot_read("null", prop)),
+        Some(Value::Object(map)) => Ok(map.get(prop)),
+        Some(_) => Ok(None),
+    }
+}
+
+fn cannot_read(what: &str, prop: &str) -> RpcError {
+    RpcError::type_error(format!("Cannot read properties of {what} (reading '{prop}')"))
+}
+
+/// `a === b`. Objects, arrays, dates and byte arrays are distinct references after every
+/// storage read or argument decode, so they are never strictly equal to anything.
+pub fn strict_eq(a: Option<&Value>, b: Option<&Value>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(Value::Null), Some(Value::Null)) => true,
+        (Some(Value::Bool(x)), Some(Value::Bool(y))) => x == y,
+        (Some(Value::Number(x)), Some(Value::Number(y))) => x == y,
+        (Some(Value::String(x)), Some(Value::String(y))) => x == y,
+        _ => false,
+    }
+}
+
+/// SameValueZero (what a `Set` uses): like `===` except that `NaN` equals `NaN`.
+pub fn same_value_zero(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) if x.is_nan() && y.is_nan() => true,
+        _ => strict_eq(Some(a), Some(b)),
+    }
+}
+
+/// JavaScript truthiness.
+pub fn truthy(v: Option<&Value>) -> bool {
+    match v {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(Value::Number(n)) => *n != 0.0 && !n.is_nan(),
+        Some(Value::String(s)) => !s.is_empty(),
+        Some(_) => true,
+    }
+}
+
+/// `String(v)` (also what a template literal and workerd's string-typed storage arguments
+/// do to a value).
+pub fn to_string(v: Option<&Value>) -> String {
+    match v {
+        None => "undefined".into(),
+        Some(Value::Null) => "null".into(),
+        Some(Value::Bool(b)) => b.to_string(),
+        Some(Value::Number(n)) => number_to_string(*n),
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|item| match item {
+                Value::Null => String::new(),
+                other => to_string(Some(other)),
+            })
+            .collect::<Vec<_>>()
+            .join(","),
+        Some(Value::Object(_)) => "[object Object]".into(),
+        Some(Value::Date(ms)) => date_to_string(*ms),
+        Some(Value::Bytes(bytes)) => bytes.iter().map(u8::to_string).collect::<Vec<_>>().join(","),
+    }
+}
+
+/// `Number.prototype.toString()` in radix 10.
+pub fn number_to_string(n: f64) -> String {
+    if n.is_nan() {
+        return "NaN".into();
+    }
+    if n.is_infinite() {
+        return if n > 0.0 { "Infinity".into() } else { "-Infinity".into() };
+    }
+    if n == 0.0 {
+        return "0".into();
+    }
+    // Rust's `{:e}` prints the shortest round-tripping digits, like JavaScript does.
+    let sci = format!("{:e}", n.abs());
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    let exp: i64 = exp.parse().unwrap_or(0);
+    let k = i64::try_from(digits.len()).unwrap_or(i64::MAX);
+    // n = 0.d1d2…dk × 10^(exp+1): JavaScript's `n` is exp + 1.
+    let point = exp.saturating_add(1);
+    let mut out = String::new();
+    if n < 0.0 {
+        out.push('-');
+    }
+    if k <= point && point <= 21 {
+        out.push_str(&digits);
+        out.extend(std::iter::repeat_n('0', usize::try_from(point - k).unwrap_or(0)));
+    } else if 0 < point && point <= 21 {
+        let split = usize::try_from(point).unwrap_or(0).min(digits.len());
+        out.push_str(&digits[..split]);
+        out.push('.');
+        out.push_str(&digits[split..]);
+    } else if -6 < point && point <= 0 {
+        out.push_str("0.");
+        out.extend(std::iter::repeat_n('0', usize::try_from(-point).unwrap_or(0)));
+        out.push_str(&digits);
+    } else {
+        let e = point - 1;
+        let sign = if e < 0 { '-' } else { '+' };
+        let first = digits.get(..1).unwrap_or("0");
+        out.push_str(first);
+        if digits.len() > 1 {
+            out.push('.');
+            out.push_str(digits.get(1..).unwrap_or(""));
+        }
+        out.push('e');
+        out.push(sign);
+        out.push_str(&e.unsigned_abs().to_string());
+    }
+    out
+}
+
+/// `Date.prototype.toString()` in UTC (workerd runs in UTC).
+fn date_to_string(ms: Option<i64>) -> String {
+    let Some(ms) = ms else { return "Invalid Date".into() };
+    let days = ms.div_euclid(86_400_000);
+    let in_day = ms.rem_euclid(86_400_000);
+    let (y, m, d) = date::civil_from_days(days);
+    const WEEKDAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    let weekday = usize::try_from(days.rem_euclid(7)).ok().and_then(|i| WEEKDAYS.get(i)).unwrap_or(&"Thu");
+    let month = usize::try_from(m - 1).ok().and_then(|i| MONTHS.get(i)).unwrap_or(&"Jan");
+    let year = if y < 0 { format!("-{:06}", -y) } else { format!("{y:04}") };
+    format!(
+        "{weekday} {month} {d:02} {year} {:02}:{:02}:{:02} GMT+0000 (Coordinated Universal Time)",
+        in_day / 3_600_000,
+        in_day / 60_000 % 60,
+        in_day / 1000 % 60
+    )
+}
+
+/// `Number(v)` (ToNumber, with ToPrimitive for objects).
+pub fn to_number(v: Option<&Value>) -> f64 {
+    match v {
+        None => f64::NAN,
+        Some(Value::Null) => 0.0,
+        Some(Value::Bool(b)) => f64::from(u8::from(*b)),
+        Some(Value::Number(n)) => *n,
+        Some(Value::String(s)) => string_to_number(s),
+        Some(Value::Date(ms)) => ms.map_or(f64::NAN, |ms| ms as f64),
+        Some(other @ (Value::Array(_) | Value::Bytes(_) | Value::Object(_))) => string_to_number(&to_string(Some(other))),
+    }
+}
+
+fn is_js_whitespace(c: char) -> bool {
+    matches!(c, '\t' | '\n' | '\u{0b}' | '\u{0c}' | '\r' | ' ' | '\u{a0}' | '\u{feff}' | '\u{2028}' | '\u{2029}')
+        || c.is_whitespace()
+}
+
+/// StringToNumber: trimmed decimal literal, `Infinity`, or a `0x`/`0o`/`0b` integer;
+/// empty → 0; anything else → NaN.
+pub fn string_to_number(s: &str) -> f64 {
+    let t = s.trim_matches(is_js_whitespace);
+    if t.is_empty() {
+        return 0.0;
+    }
+    for (prefix, radix) in [("0x", 16), ("0X", 16), ("0o", 8), ("0O", 8), ("0b", 2), ("0B", 2)] {
+        if let Some(rest) = t.strip_prefix(prefix) {
+            if rest.is_empty() {
+                return f64::NAN;
+            }
+            let mut acc = 0.0f64;
+            for c in rest.chars() {
+                match c.to_digit(radix) {
+                    Some(d) => acc = acc * f64::from(radix) + f64::from(d),
+                    None => return f64::NAN,
+                }
+            }
+            return acc;
+        }
+    }
+    let (sign, body) = match t.as_bytes().first() {
+        Some(b'-') => (-1.0, &t[1..]),
+        Some(b'+') => (1.0, &t[1..]),
+        _ => (1.0, t),
+    };
+    if body == "Infinity" {
+        return sign * f64::INFINITY;
+    }
+    // Only a StrDecimalLiteral: digits, optional fraction, optional exponent.
+    let bytes = body.as_bytes();
+    let mut i = 0;
+    let int_digits = bytes.iter().take_while(|b| b.is_ascii_digit()).count();
+    i += int_digits;
+    let mut frac_digits = 0;
+    if bytes.get(i) == Some(&b'.') {
+        i += 1;
+        frac_digits = bytes.get(i..).unwrap_or(&[]).iter().take_while(|b| b.is_ascii_digit()).count();
+        i += frac_digits;
+    }
+    if int_digits == 0 && frac_digits == 0 {
+        return f64::NAN;
+    }
+    if matches!(bytes.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(bytes.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        let exp_digits = bytes.get(i..).unwrap_or(&[]).iter().take_while(|b| b.is_ascii_digit()).count();
+        if exp_digits == 0 {
+            return f64::NAN;
+        }
+        i += exp_digits;
+    }
+    if i != bytes.len() {
+        return f64::NAN;
+    }
+    body.parse::<f64>().map_or(f64::NAN, |n| sign * n)
+}
+
+/// How workerd converts a numeric storage argument (e.g. a list `limit`) to its `int`:
+/// ToNumber, NaN → 0, truncation, and a `TypeError` outside the int32 range.
+pub fn to_storage_int(v: Option<&Value>) -> Result<i32, RpcError> {
+    let n = to_number(v);
+    if n.is_nan() {
+        return Ok(0);
+    }
+    let t = n.trunc();
+    if t < f64::from(i32::MIN) || t > f64::from(i32::MAX) {
+        return Err(RpcError::type_error("Value out of range. Must be between -2147483648 and 2147483647 (inclusive)."));
+    }
+    Ok(t as i32)
+}
+
+/// The storage layer refuses to store `undefined`.
+pub fn put_undefined() -> RpcError {
+    RpcError::type_error("put() called with undefined value.")
+}
+
+/// A storage key argument: workerd coerces any value to a string (`undefined` → `"undefined"`).
+/// Arrays (which select the multi-key forms) and plain objects are refused with a `TypeError`
+/// instead of being mimicked.
+pub fn storage_key(v: Option<&Value>, what: &str) -> Result<String, RpcError> {
+    match v {
+        Some(Value::Array(_) | Value::Object(_)) => Err(RpcError::type_error(format!("{what} must be a string"))),
+        other => Ok(to_string(other)),
+    }
+}
+
+/// The elements `new Set(v)` iterates (`undefined`/`null` → none), or V8's `TypeError`.
+pub fn set_elements(v: Option<&Value>) -> Result<Vec<Value>, RpcError> {
+    match v {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(other) => iterate(other).ok_or_else(|| {
+            let desc = match other {
+                Value::Number(n) => format!("number {}", number_to_string(*n)),
+                Value::Bool(b) => format!("boolean {b}"),
+                _ => "object".to_string(),
+            };
+            RpcError::type_error(format!("{desc} is not iterable (cannot read property Symbol(Symbol.iterator))"))
+        }),
+    }
+}
+
+/// The elements `for (const x of <expr>)` iterates, or V8's `<expr> is not iterable`.
+pub fn for_of_elements(v: Option<&Value>, expr: &str) -> Result<Vec<Value>, RpcError> {
+    v.and_then(iterate).ok_or_else(|| RpcError::type_error(format!("{expr} is not iterable")))
+}
+
+/// The iteration of an iterable value: arrays by element, strings by code point, byte arrays
+/// by byte. `None` when the value is not iterable.
+fn iterate(v: &Value) -> Option<Vec<Value>> {
+    match v {
+        Value::Array(items) => Some(items.clone()),
+        Value::String(s) => Some(s.chars().map(|c| Value::String(c.to_string())).collect()),
+        Value::Bytes(b) => Some(b.iter().map(|&x| Value::Number(f64::from(x))).collect()),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn number_to_string_matches_v8() {
+        // Expected texts from workerd: String(1e21), String(1.5e-7), …
+        let cases = [
+            (1e21, "1e+21"),
+            (1.5e-7, "1.5e-7"),
+            (123.456, "123.456"),
+            (-0.0, "0"),
+            (1e-7, "1e-7"),
+            (0.000001, "0.000001"),
+            (9_007_199_254_740_992.0, "9007199254740992"),
+            (1e300, "1e+300"),
+            (5e-324, "5e-324"),
+            (1.5, "1.5"),
+            (-2.0, "-2"),
+            (100.0, "100"),
+            (f64::NAN, "NaN"),
+            (f64::NEG_INFINITY, "-Infinity"),
+        ];
+        for (n, want) in cases {
+            assert_eq!(number_to_string(n), want, "{n}");
+        }
+    }
+
+    #[test]
+    fn to_number_matches_v8() {
+        let s = |t: &str| string_to_number(t);
+        assert_eq!(s(" 12 "), 12.0);
+        assert_eq!(s("0x1F"), 31.0);
+        assert_eq!(s("0b11"), 3.0);
+        assert_eq!(s("0o7"), 7.0);
+        assert_eq!(s("1e3"), 1000.0);
+        assert_eq!(s(""), 0.0);
+        assert!(s("-0x5").is_nan());
+        assert_eq!(s("+Infinity"), f64::INFINITY);
+        assert!(s("1_0").is_nan());
+        assert_eq!(s(".5"), 0.5);
+        assert_eq!(s("5."), 5.0);
+        assert_eq!(s("\u{a0}12"), 12.0);
+        assert!(s(".").is_nan());
+        assert!(s("1e").is_nan());
+        assert_eq!(to_number(Some(&Value::Array(vec![Value::num(5)]))), 5.0);
+        assert!(to_number(Some(&Value::object([("a", Value::Null)]))).is_nan());
+        assert_eq!(to_number(Some(&Value::Null)), 0.0);
+        assert!(to_number(None).is_nan());
+    }
+
+    #[test]
+    fn to_string_and_dates() {
+        assert_eq!(to_string(Some(&Value::date(946_684_800_000))), "Sat Jan 01 2000 00:00:00 GMT+0000 (Coordinated Universal Time)");
+        assert_eq!(to_string(Some(&Value::Bytes(vec![1, 2]))), "1,2");
+        assert_eq!(to_string(Some(&Value::Array(vec![Value::Null, Value::num(1), Value::str("a")]))), ",1,a");
+        assert_eq!(to_string(None), "undefined");
+    }
+
+    #[test]
+    fn storage_ints_and_iteration_errors() {
+        assert_eq!(to_storage_int(Some(&Value::num(2.5))), Ok(2));
+        assert_eq!(to_storage_int(Some(&Value::str("x"))), Ok(0));
+        assert!(to_storage_int(Some(&Value::num(2_147_483_648.0))).is_err());
+        assert_eq!(
+            set_elements(Some(&Value::num(5))).unwrap_err().message,
+            "number 5 is not iterable (cannot read property Symbol(Symbol.iterator))"
+        );
+        assert_eq!(set_elements(None), Ok(vec![]));
+        assert_eq!(for_of_elements(None, "request.hooks").unwrap_err().message, "request.hooks is not iterable");
+        assert_eq!(member(None, "runId").unwrap_err().message, "Cannot read properties of undefined (reading 'runId')");
+        assert_eq!(member(Some(&Value::str("x")), "runId"), Ok(None));
+    }
+}

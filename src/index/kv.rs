@@ -1,0 +1,133 @@
+//! The key/value half of the IndexDO (`index-do.md` §2): `get`, `put`, `delete`,
+//! `putOwned` and the KV-style ordered `list`.
+
+use crate::hop::Args;
+use crate::store::{ListOptions, Store};
+use crate::wire::{RpcError, Value};
+
+use super::records::{read, write};
+use super::{js, keys};
+
+/// Default page size of `list` (not clamped: any positive limit is honoured).
+pub const DEFAULT_LIST_LIMIT: f64 = 1000.0;
+
+/// `get(key)` → the stored value (typed as stored) or `null`.
+pub fn get(store: &mut dyn Store, args: Args) -> Result<Value, RpcError> {
+    let key = js::storage_key(args.raw(0), "key")?;
+    Ok(read(store, &key)?.unwrap_or(Value::Null))
+}
+
+/// `put(key, value)` → `null`; unconditional.
+pub fn put(store: &mut dyn Store, args: Args) -> Result<Value, RpcError> {
+    let key = js::storage_key(args.raw(0), "key")?;
+    write(store, &key, args.raw(1))?;
+    Ok(Value::Null)
+}
+
+/// `delete(key)` → `null`; absent keys are fine.
+pub fn delete(store: &mut dyn Store, args: Args) -> Result<Value, RpcError> {
+    let key = js::storage_key(args.raw(0), "key")?;
+    store.delete(&key)?;
+    Ok(Value::Null)
+}
+
+/// `putOwned(runId, key, value)` → `{stored}`: refused once `expired:<runId>` exists, so a
+/// delayed write cannot resurrect an expired run's index entries.
+pub fn put_owned(store: &mut dyn Store, args: Args) -> Result<Value, RpcError> {
+    if read(store, &keys::expired(args.raw(0)))?.is_some() {
+        return Ok(stored(false));
+    }
+    let key = js::storage_key(args.raw(1), "key")?;
+    write(store, &key, args.raw(2))?;
+    Ok(stored(true))
+}
+
+fn stored(yes: bool) -> Value {
+    Value::object([("stored", Value::Bool(yes))])
+}
+
+/// `list({prefix?, cursor?, limit?, reverse?}?)` → `{keys: [{name}], list_complete, cursor?}`.
+///
+/// Reproduces the reference exactly, including its JavaScript arithmetic: it asks storage
+/// for `limit + 1` keys (so a negative limit, or a string limit that concatenates to one,
+/// hits the platform's `List limit must be positive.`), a `null` cursor is the string
+/// `"null"` (only an absent cursor means "from the start"), and `cursor` is the last returned
+/// name when the listing is not complete, omitted otherwise.
+pub fn list(store: &mut dyn Store, args: Args) -> Result<Value, RpcError> {
+    // `options?.member`: anything but an object has none of these members.
+    let options = args.raw(0).and_then(Value::as_object);
+    let member = |name: &str| options.and_then(|m| m.get(name));
+    let present = |name: &str| member(name).filter(|v| !v.is_null());
+
+    let prefix = present("prefix").map(|p| js::to_string(Some(p))).unwrap_or_default();
+    let default_limit = Value::Number(DEFAULT_LIST_LIMIT);
+    let limit = present("limit").unwrap_or(&default_limit);
+    let reverse = js::truthy(member("reverse"));
+    let cursor = member("cursor").map(|c| js::to_string(Some(c)));
+
+    let asked = js::to_storage_int(Some(&plus_one(limit)))?;
+    let asked = usize::try_from(asked).ok().filter(|&n| n > 0).ok_or_else(RpcError::list_limit)?;
+    let mut options = ListOptions { limit: Some(asked), reverse, ..Default::default() };
+    if !prefix.is_empty() {
+        options.prefix = Some(prefix);
+    }
+    if reverse {
+        options.end = cursor;
+    } else {
+        options.start_after = cursor;
+    }
+    let entries = store.list(&options)?;
+
+    let page_len = slice_end(js::to_number(Some(limit)), entries.len());
+    let complete = (entries.len() as f64) <= js::to_number(Some(limit));
+    let page: Vec<&String> = entries.iter().take(page_len).map(|(k, _)| k).collect();
+    let mut result = vec![
+        ("keys", Value::Array(page.iter().map(|k| Value::object([("name", Value::str(k.as_str()))])).collect())),
+        ("list_complete", Value::Bool(complete)),
+    ];
+    if !complete {
+        if let Some(last) = page.last() {
+            result.push(("cursor", Value::str(last.as_str())));
+        }
+    }
+    Ok(Value::object(result))
+}
+
+/// JavaScript `limit + 1`: numeric for numbers and booleans, string concatenation for
+/// everything else (strings, and objects after `ToPrimitive`).
+fn plus_one(limit: &Value) -> Value {
+    match limit {
+        Value::Number(n) => Value::Number(n + 1.0),
+        Value::Bool(b) => Value::Number(f64::from(u8::from(*b)) + 1.0),
+        other => Value::String(js::to_string(Some(other)) + "1"),
+    }
+}
+
+/// The end index `Array.prototype.slice(0, end)` uses for an array of `len` elements.
+fn slice_end(end: f64, len: usize) -> usize {
+    if end.is_nan() {
+        return 0;
+    }
+    let end = end.trunc();
+    let len_f = len as f64;
+    let resolved = if end < 0.0 { (len_f + end).max(0.0) } else { end.min(len_f) };
+    // `resolved` is an integer in 0..=len here.
+    usize::try_from(resolved as u64).unwrap_or(len).min(len)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn js_arithmetic_of_limits() {
+        assert_eq!(plus_one(&Value::num(2)), Value::num(3));
+        assert_eq!(plus_one(&Value::str("5")), Value::str("51"));
+        assert_eq!(plus_one(&Value::Bool(true)), Value::num(2));
+        assert_eq!(slice_end(2.0, 5), 2);
+        assert_eq!(slice_end(9.0, 5), 5);
+        assert_eq!(slice_end(-1.0, 5), 4);
+        assert_eq!(slice_end(f64::NAN, 5), 0);
+        assert_eq!(slice_end(f64::INFINITY, 5), 5);
+    }
+}
