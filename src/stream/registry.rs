@@ -1,0 +1,84 @@
+//! Registry-role methods (`stream-do.md` §3): the stream names a run has written, in an
+//! instance named `run-streams:<runId>`, used by `streams.list(runId)` and by retention.
+
+use crate::hop::Args;
+use crate::index::js;
+use crate::index::slot;
+use crate::store::{ListOptions, Store};
+use crate::wire::{RpcError, Value};
+
+use super::keys;
+use super::run_id;
+
+fn owner(store: &mut dyn Store) -> Result<Option<String>, RpcError> {
+    store.get(keys::REGISTRY_OWNER)?.map(|text| slot::decode(keys::REGISTRY_OWNER, &text).map(|v| js::to_string(Some(&v)))).transpose()
+}
+
+fn is_expired(store: &mut dyn Store) -> Result<bool, RpcError> {
+    Ok(store.get(keys::REGISTRY_EXPIRED)?.is_some())
+}
+
+fn check_owner(store: &mut dyn Store, run_id: &str) -> Result<(), RpcError> {
+    match owner(store)? {
+        Some(owner) if owner != run_id => Err(RpcError::error(format!("Stream registry is owned by workflow run \"{owner}\""))),
+        _ => Ok(()),
+    }
+}
+
+/// Registered names, prefix removed, ascending.
+fn names(store: &mut dyn Store) -> Result<Vec<String>, RpcError> {
+    Ok(store
+        .list(&ListOptions::prefix(keys::STREAM_PREFIX))?
+        .into_iter()
+        .map(|(key, _)| key.strip_prefix(keys::STREAM_PREFIX).unwrap_or(&key).to_string())
+        .collect())
+}
+
+fn names_value(names: Vec<String>) -> Value {
+    Value::Array(names.into_iter().map(Value::String).collect())
+}
+
+/// `registerStream(runId, streamName)` → `null`.
+pub fn register_stream(store: &mut dyn Store, args: Args) -> Result<Value, RpcError> {
+    let run_id = run_id(args)?;
+    if is_expired(store)? {
+        return Err(RpcError::error(format!("Workflow run \"{run_id}\" has expired")));
+    }
+    check_owner(store, run_id)?;
+    store.put(keys::REGISTRY_OWNER, &slot::encode(&Value::str(run_id)))?;
+    let name = js::to_string(args.raw(1));
+    store.put(&keys::registered(&name), &slot::encode(&Value::Bool(true)))?;
+    Ok(Value::Null)
+}
+
+/// `listStreams()` → the registered names (ascending); an unknown run → `[]`.
+pub fn list_streams(store: &mut dyn Store) -> Result<Value, RpcError> {
+    if is_expired(store)? {
+        return Err(RpcError::error("Workflow run streams have expired"));
+    }
+    Ok(names_value(names(store)?))
+}
+
+/// `expireRegistry(runId, expiredAt)` → `{streams}`: fences the registry and returns every
+/// registered name. Idempotent.
+pub fn expire_registry(store: &mut dyn Store, args: Args) -> Result<Value, RpcError> {
+    let run_id = run_id(args)?;
+    check_owner(store, run_id)?;
+    store.put(keys::REGISTRY_OWNER, &slot::encode(&Value::str(run_id)))?;
+    let expired_at = args.raw(1).ok_or_else(js::put_undefined)?;
+    store.put(keys::REGISTRY_EXPIRED, &slot::encode(expired_at))?;
+    Ok(Value::object([("streams", names_value(names(store)?))]))
+}
+
+/// `finalizeRegistry(runId)` → `null`: once fenced by this run, drops the `stream:*`
+/// entries (leaving `registry:owner` and `registry:expired`).
+pub fn finalize_registry(store: &mut dyn Store, args: Args) -> Result<Value, RpcError> {
+    let run_id = run_id(args)?;
+    if owner(store)?.as_deref() != Some(run_id) || !is_expired(store)? {
+        return Err(RpcError::error(format!("Stream registry for workflow run \"{run_id}\" is not expired")));
+    }
+    for name in names(store)? {
+        store.delete(&keys::registered(&name))?;
+    }
+    Ok(Value::Null)
+}

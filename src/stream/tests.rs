@@ -1,0 +1,270 @@
+//! StreamDO behaviour tests: the `tests.md` checklists (router stream row, streamer,
+//! retention storage expectations) and edge cases of argument handling.
+
+use super::call;
+use crate::config::Config;
+use crate::hop::{Args, Ctx};
+use crate::store::MemoryStore;
+use crate::wire::{RpcError, Value};
+
+/// One StreamDO instance with its storage.
+struct Instance {
+    name: String,
+    store: MemoryStore,
+    config: Config,
+}
+
+impl Instance {
+    fn new(name: &str) -> Self {
+        Instance { name: name.into(), store: MemoryStore::new(), config: Config::default() }
+    }
+
+    fn call(&mut self, method: &str, args: Vec<Value>) -> Result<Value, RpcError> {
+        let ctx = Ctx { now: 1_000, name: &self.name, config: &self.config };
+        self.store.transaction(|s| call(s, &ctx, method, Args(&args)))
+    }
+
+    fn ok(&mut self, method: &str, args: Vec<Value>) -> Value {
+        self.call(method, args).unwrap_or_else(|e| panic!("{method}: {e:?}"))
+    }
+
+    fn err(&mut self, method: &str, args: Vec<Value>) -> RpcError {
+        self.call(method, args).expect_err(method)
+    }
+}
+
+fn s(v: &str) -> Value {
+    Value::str(v)
+}
+fn bytes(b: &[u8]) -> Value {
+    Value::Bytes(b.to_vec())
+}
+fn range(start: f64, limit: Option<f64>) -> Value {
+    let mut m = vec![("startIndex", Value::num(start))];
+    if let Some(l) = limit {
+        m.push(("limit", Value::num(l)));
+    }
+    Value::object(m)
+}
+fn info(tail: f64, done: bool) -> Value {
+    Value::object([("tailIndex", Value::num(tail)), ("done", Value::Bool(done))])
+}
+fn page(chunks: Vec<Value>, done: bool, tail: f64) -> Value {
+    Value::object([("chunks", Value::Array(chunks)), ("done", Value::Bool(done)), ("tailIndex", Value::num(tail))])
+}
+
+#[test]
+fn writes_get_dense_indexes_and_keep_exact_bytes() {
+    let mut st = Instance::new("stream:wire-stream");
+    assert_eq!(st.ok("writeChunk", vec![s("r1"), bytes(b"hello ")]), Value::num(0));
+    assert_eq!(st.ok("writeChunk", vec![s("r1"), bytes(&[0xF0, 0x9F])]), Value::num(1));
+    assert_eq!(st.ok("getInfo", vec![]), info(1.0, false));
+    assert_eq!(st.ok("closeStream", vec![s("r1")]), Value::Null);
+    assert_eq!(st.ok("getInfo", vec![]), info(1.0, true));
+    assert_eq!(
+        st.ok("getChunks", vec![range(0.0, Some(3.0))]),
+        page(vec![bytes(b"hello "), bytes(&[0xF0, 0x9F])], true, 1.0)
+    );
+    let e = st.err("writeChunk", vec![s("r1"), bytes(b"late")]);
+    assert_eq!(e, RpcError::error("Cannot write to a closed stream"));
+    // Storage layout: meta + one key per chunk, 12-digit indexes, bytes as base64.
+    assert_eq!(st.store.keys(), ["chunk:000000000000", "chunk:000000000001", "meta"]);
+    assert_eq!(st.store.data["chunk:000000000001"], "b8J8=");
+    assert_eq!(st.store.data["meta"], r#"{"count":2,"closed":true,"ownerRunId":"r1"}"#);
+}
+
+#[test]
+fn empty_chunks_close_and_unknown_streams() {
+    let mut st = Instance::new("stream:e");
+    assert_eq!(st.ok("getInfo", vec![]), info(-1.0, false));
+    assert_eq!(st.ok("getChunks", vec![range(0.0, Some(5.0))]), page(vec![], false, -1.0));
+    st.ok("closeStream", vec![s("r")]);
+    st.ok("closeStream", vec![s("r")]);
+    assert_eq!(st.ok("getInfo", vec![]), info(-1.0, true));
+    let mut e = Instance::new("stream:empty-chunk");
+    assert_eq!(e.ok("writeChunk", vec![s("r"), bytes(b"")]), Value::num(0));
+    assert_eq!(e.ok("getInfo", vec![]), info(0.0, false));
+    assert_eq!(e.ok("getChunks", vec![range(0.0, None)]), page(vec![bytes(b"")], false, 0.0));
+}
+
+#[test]
+fn positive_and_negative_start_positions() {
+    let mut st = Instance::new("stream:x");
+    for w in ["zero", "one", "two"] {
+        st.ok("writeChunk", vec![s("r"), bytes(w.as_bytes())]);
+    }
+    let from1 = st.ok("getChunks", vec![range(1.0, Some(32.0))]);
+    assert_eq!(from1, page(vec![bytes(b"one"), bytes(b"two")], false, 2.0));
+    // Negative start indexes are clamped to 0 by the DO (the client resolves −2 via getInfo).
+    assert_eq!(st.ok("getChunks", vec![range(-5.0, None)]).get("chunks").unwrap().as_array().unwrap().len(), 3);
+    // Paged reads (the client asks for limit + 1).
+    assert_eq!(st.ok("getChunks", vec![range(0.0, Some(2.0))]), page(vec![bytes(b"zero"), bytes(b"one")], false, 2.0));
+    assert_eq!(st.ok("getChunks", vec![range(3.0, Some(2.0))]), page(vec![], false, 2.0));
+}
+
+#[test]
+fn get_chunks_argument_quirks() {
+    let mut st = Instance::new("stream:q");
+    for i in 0..3u8 {
+        st.ok("writeChunk", vec![s("r"), bytes(&[i])]);
+    }
+    let limit_err = RpcError::type_error("List limit must be positive.");
+    assert_eq!(st.err("getChunks", vec![Value::object([("startIndex", Value::num(1)), ("limit", Value::Null)])]), limit_err);
+    assert_eq!(st.err("getChunks", vec![range(0.0, Some(0.0))]), limit_err);
+    assert_eq!(st.err("getChunks", vec![range(0.0, Some(-3.0))]), limit_err);
+    assert_eq!(
+        st.err("getChunks", vec![]),
+        RpcError::type_error("Cannot read properties of undefined (reading 'startIndex')")
+    );
+    assert_eq!(
+        st.err("getChunks", vec![Value::Null]),
+        RpcError::type_error("Cannot read properties of null (reading 'startIndex')")
+    );
+    let all = page(vec![bytes(&[0]), bytes(&[1]), bytes(&[2])], false, 2.0);
+    // startIndex null → Math.max(0, null) = 0.
+    assert_eq!(st.ok("getChunks", vec![Value::object([("startIndex", Value::Null)])]), all);
+    // A non-integer start builds the key "chunk:0000000001.5" (the reference's
+    // `String(n).padStart(12, "0")`), which sorts after chunk:000000000002 and before
+    // chunk:000000000100: nothing of these three chunks.
+    assert_eq!(st.ok("getChunks", vec![range(1.5, None)]), page(vec![], false, 2.0));
+    // NaN-like starts sort after every digit: nothing.
+    assert_eq!(st.ok("getChunks", vec![Value::object([("startIndex", s("abc"))])]), page(vec![], false, 2.0));
+    // A numeric string start and limit are coerced like JavaScript does.
+    let coerced = Value::object([("startIndex", s("1")), ("limit", s("1"))]);
+    assert_eq!(st.ok("getChunks", vec![coerced]), page(vec![bytes(&[1])], false, 2.0));
+    // Fractional limits truncate; huge ones are the platform's int32 range error.
+    assert_eq!(st.ok("getChunks", vec![range(0.0, Some(1.9))]), page(vec![bytes(&[0])], false, 2.0));
+    assert!(st.err("getChunks", vec![range(0.0, Some(1e10))]).message.starts_with("Value out of range."));
+    // Huge and infinite starts are fine (nothing there).
+    for start in [1e21, f64::MAX] {
+        assert_eq!(st.ok("getChunks", vec![range(start, None)]), page(vec![], false, 2.0));
+    }
+    // A non-object argument has no members: start NaN, no limit.
+    assert_eq!(st.ok("getChunks", vec![Value::num(5)]), page(vec![], false, 2.0));
+}
+
+#[test]
+fn ownership_and_legacy_values() {
+    let mut st = Instance::new("stream:o");
+    st.ok("writeChunk", vec![s("a"), bytes(b"x")]);
+    let owned = RpcError::error("Stream is owned by workflow run \"a\"");
+    assert_eq!(st.err("writeChunk", vec![s("b"), bytes(b"y")]), owned);
+    assert_eq!(st.err("closeStream", vec![s("b")]), owned);
+    assert_eq!(st.err("expireStream", vec![s("b"), Value::num(1)]), owned);
+    // Closing claims ownership too.
+    let mut c = Instance::new("stream:c");
+    c.ok("closeStream", vec![s("a")]);
+    assert_eq!(c.err("closeStream", vec![s("b")]), owned);
+    // Legacy JSON chunk values are stored and returned as given.
+    let mut j = Instance::new("stream:json");
+    let legacy = Value::Array(vec![Value::num(1), Value::num(2), Value::num(3)]);
+    j.ok("writeChunk", vec![s("a"), legacy.clone()]);
+    j.ok("writeChunk", vec![s("a"), Value::Null]);
+    assert_eq!(j.ok("getChunks", vec![range(0.0, Some(5.0))]), page(vec![legacy, Value::Null], false, 1.0));
+    // A missing chunk is the platform's refusal to store undefined; nothing is written.
+    assert_eq!(j.err("writeChunk", vec![s("a")]), RpcError::type_error("put() called with undefined value."));
+    assert_eq!(j.ok("getInfo", vec![]), info(1.0, false));
+    // runIds must be strings.
+    assert_eq!(j.err("writeChunk", vec![Value::num(1), bytes(b"")]), RpcError::type_error("runId must be a string"));
+    assert_eq!(j.err("closeStream", vec![]), RpcError::type_error("runId must be a string"));
+}
+
+#[test]
+fn expiry_fences_reads_and_writes() {
+    let mut st = Instance::new("stream:ex");
+    st.ok("writeChunk", vec![s("a"), bytes(b"1")]);
+    st.ok("writeChunk", vec![s("a"), bytes(b"2")]);
+    let done = Value::object([("deleted", Value::Bool(true)), ("chunks", Value::num(2))]);
+    assert_eq!(st.ok("expireStream", vec![s("a"), Value::num(946_684_800_000.0)]), done);
+    let again = Value::object([("deleted", Value::Bool(true)), ("chunks", Value::num(0))]);
+    assert_eq!(st.ok("expireStream", vec![s("a"), Value::num(946_684_800_000.0)]), again);
+    assert_eq!(st.store.keys(), ["meta"]);
+    assert_eq!(st.store.data["meta"], r#"{"count":0,"closed":true,"ownerRunId":"a","expiredAt":946684800000}"#);
+    let expired = RpcError::error("Stream has expired");
+    assert_eq!(st.err("getInfo", vec![]), expired);
+    assert_eq!(st.err("getChunks", vec![range(0.0, Some(1.0))]), expired);
+    // Expired before malformed: the fence is checked first.
+    assert_eq!(st.err("getChunks", vec![]), expired);
+    assert_eq!(st.err("writeChunk", vec![s("b"), bytes(b"")]), RpcError::error("Workflow run \"b\" has expired"));
+    assert_eq!(st.err("closeStream", vec![s("a")]), RpcError::error("Workflow run \"a\" has expired"));
+    // Expiring a never-written stream leaves an owned, fenced meta.
+    let mut fresh = Instance::new("stream:never");
+    assert_eq!(fresh.ok("expireStream", vec![s("z"), Value::num(1)]).get("chunks"), Some(&Value::num(0)));
+    assert_eq!(fresh.err("getInfo", vec![]), expired);
+    // Without expiredAt the reference stores `expiredAt: undefined`: deleted but not fenced.
+    let mut unfenced = Instance::new("stream:u");
+    unfenced.ok("writeChunk", vec![s("a"), bytes(b"1")]);
+    unfenced.ok("expireStream", vec![s("a")]);
+    assert_eq!(unfenced.ok("getInfo", vec![]), info(-1.0, true));
+    // A null expiredAt fences.
+    let mut null_fence = Instance::new("stream:n");
+    null_fence.ok("expireStream", vec![s("a"), Value::Null]);
+    assert_eq!(null_fence.err("getInfo", vec![]), expired);
+}
+
+#[test]
+fn registry_lifecycle() {
+    let mut reg = Instance::new("run-streams:wrun_a");
+    assert_eq!(reg.ok("listStreams", vec![]), Value::Array(vec![]));
+    for name in ["golden-out", "golden-bin", "golden/out:1 ü", "golden-out"] {
+        assert_eq!(reg.ok("registerStream", vec![s("wrun_a"), s(name)]), Value::Null);
+    }
+    let names = Value::Array(vec![s("golden-bin"), s("golden-out"), s("golden/out:1 ü")]);
+    assert_eq!(reg.ok("listStreams", vec![]), names);
+    let owned = RpcError::error("Stream registry is owned by workflow run \"wrun_a\"");
+    assert_eq!(reg.err("registerStream", vec![s("wrun_b"), s("x")]), owned);
+    assert_eq!(reg.err("expireRegistry", vec![s("wrun_b"), Value::num(1)]), owned);
+    let not_expired = RpcError::error("Stream registry for workflow run \"wrun_a\" is not expired");
+    assert_eq!(reg.err("finalizeRegistry", vec![s("wrun_a")]), not_expired);
+    let streams = Value::object([("streams", names.clone())]);
+    assert_eq!(reg.ok("expireRegistry", vec![s("wrun_a"), Value::num(946_684_800_000.0)]), streams);
+    assert_eq!(reg.ok("expireRegistry", vec![s("wrun_a"), Value::num(946_684_800_000.0)]), streams);
+    assert_eq!(reg.err("listStreams", vec![]), RpcError::error("Workflow run streams have expired"));
+    assert_eq!(reg.err("registerStream", vec![s("wrun_a"), s("new")]), RpcError::error("Workflow run \"wrun_a\" has expired"));
+    assert_eq!(
+        reg.err("finalizeRegistry", vec![s("wrun_b")]),
+        RpcError::error("Stream registry for workflow run \"wrun_b\" is not expired")
+    );
+    reg.ok("finalizeRegistry", vec![s("wrun_a")]);
+    reg.ok("finalizeRegistry", vec![s("wrun_a")]);
+    // What retention leaves behind.
+    assert_eq!(reg.store.keys(), ["registry:expired", "registry:owner"]);
+    // A run that never wrote a stream still gets a fenced registry.
+    let mut none = Instance::new("run-streams:wrun_none");
+    assert_eq!(none.ok("expireRegistry", vec![s("wrun_none"), Value::num(5)]), Value::object([("streams", Value::Array(vec![]))]));
+    assert_eq!(none.store.keys(), ["registry:expired", "registry:owner"]);
+    // expireRegistry needs an expiredAt (the platform refuses to store undefined) and
+    // leaves nothing behind when it fails.
+    let mut bad = Instance::new("run-streams:wrun_bad");
+    assert_eq!(bad.err("expireRegistry", vec![s("wrun_bad")]), RpcError::type_error("put() called with undefined value."));
+    assert!(bad.store.keys().is_empty());
+}
+
+#[test]
+fn roles_are_not_enforced() {
+    let mut reg = Instance::new("run-streams:r");
+    reg.ok("registerStream", vec![s("r"), s("n")]);
+    assert_eq!(reg.ok("getInfo", vec![]), info(-1.0, false));
+    let mut st = Instance::new("stream:n");
+    st.ok("writeChunk", vec![s("r"), bytes(b"x")]);
+    assert_eq!(st.ok("listStreams", vec![]), Value::Array(vec![]));
+}
+
+#[test]
+fn failed_calls_leave_no_trace() {
+    let mut st = Instance::new("stream:f");
+    st.store.fail_with = Some("disk on fire".into());
+    assert_eq!(st.err("writeChunk", vec![s("r"), bytes(b"x")]), RpcError::error("disk on fire"));
+    st.store.fail_with = None;
+    assert!(st.store.keys().is_empty());
+    assert_eq!(st.err("nope", vec![]), RpcError::type_error("StreamDO.nope is not a function"));
+}
+
+#[test]
+fn large_chunks_roundtrip() {
+    let mut st = Instance::new("stream:big");
+    let big: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+    st.ok("writeChunk", vec![s("r"), Value::Bytes(big.clone())]);
+    let got = st.ok("getChunks", vec![range(0.0, None)]);
+    assert_eq!(got.get("chunks"), Some(&Value::Array(vec![Value::Bytes(big)])));
+}
