@@ -9,10 +9,10 @@
 //! | `b` | byte array | standard padded base64 (4/3 of the byte length) |
 //! | `j` | anything else | tagged JSON (`wire.md` §6), with an invalid Date kept as `{"__type":"Date","iso":"Invalid Date"}` |
 //!
-//! Size: the platform limits one key + value to about 2 MB (SQLite-backed objects), so a
-//! byte array stored here can hold at most about 1.5 MB (base64 overhead) and a string about
-//! 2 MB of UTF-8. Larger values fail in the platform's `put` and the call rolls back, as in
-//! the reference (which fails at about 2 MB of raw bytes).
+//! Size: the platform limits one stored value to about 2 MB (SQLite-backed objects), so a
+//! byte array stored here can hold about 1.55 MiB (base64 overhead) and a string about 2 MB.
+//! Larger values fail in the platform's `put` (`SQLITE_TOOBIG`) and the call rolls back, as
+//! in the reference (which fails at about 2 MB of raw bytes).
 //!
 //! JavaScript `undefined` is never stored: the platform's `put` refuses it
 //! ([`super::js::put_undefined`]).
