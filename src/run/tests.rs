@@ -1,1 +1,0 @@
-//! Native tests of the run core.
