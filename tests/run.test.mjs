@@ -1,0 +1,272 @@
+// WorkflowRunDO end to end on Miniflare over the real HTTP RPC (spec run-do.md, client.md §3):
+// the reference client's call sequences for runs, steps, hooks (IndexDO token dance), waits,
+// attributes, terminal transitions, pagination, thrown errors and a concurrent burst.
+
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { startWorker } from "./lib/harness.mjs";
+
+let w;
+before(async () => {
+  w = await startWorker();
+});
+after(async () => {
+  await w?.dispose();
+});
+
+const runs = (runId, method, args = []) => w.rpc("runs", runId, method, args);
+const ix = (method, args = []) => w.rpc("index", "index", method, args);
+const ms13 = (d) => String(d.getTime()).padStart(13, "0");
+const bytes = (...b) => new Uint8Array(b);
+const slot = (n) => `evnt_${String(n).padStart(26, "0")}`;
+
+/** The shared codec the client uses for serialized hooks: Dates as ISO strings. */
+const shared = (v) => JSON.stringify(v, (k, x) => (x instanceof Uint8Array ? { __type: "Uint8Array", data: Buffer.from(x).toString("base64") } : x));
+
+/** events.create as the reference client performs it (client.md §3). */
+async function create(runId, data, params) {
+  const owner = { runId, hookId: data.correlationId };
+  let tokenHolder;
+  if (data.eventType === "hook_created") {
+    const claim = await ix("reserveHookToken", [data.eventData.token, owner]);
+    tokenHolder = claim.claimed ? null : claim.holder;
+  }
+  const request = { runId, data, params, cleanup: { retentionMs: 0, queueShards: 1 } };
+  if (data.eventType === "hook_created") request.tokenHolder = tokenHolder;
+  const raw = await w.rpc.raw("runs", runId, "applyEvent", [request]);
+  if (raw.status !== 200 || !raw.value.ok) {
+    if (data.eventType === "hook_created") await ix("releaseHookToken", [data.eventData.token, owner]);
+    if (raw.status !== 200) {
+      const err = new Error(raw.value?.error?.message ?? raw.text);
+      err.name = raw.value?.error?.name ?? "Error";
+      err.status = raw.status;
+      throw err;
+    }
+    return raw.value;
+  }
+  const out = raw.value;
+  if (out.run) {
+    const meta = JSON.stringify({ runId, createdAt: out.run.createdAt.toISOString(), status: out.run.status });
+    await ix("putOwned", [runId, `run:${out.run.workflowName}:${ms13(out.run.createdAt)}:${runId}`, meta]);
+    await ix("putOwned", [runId, `runall:${ms13(out.run.createdAt)}:${runId}`, meta]);
+  }
+  if (out.hookToIndex) {
+    const hook = out.hookToIndex;
+    await ix("finalizeHookIndexes", [hook.token, hook.hookId, shared(hook), { runId: hook.runId, hookId: hook.hookId }]);
+  } else if (data.eventType === "hook_created") {
+    await ix("releaseHookToken", [data.eventData.token, owner]);
+  }
+  for (const r of out.releasedHooks) await ix("deleteHookIndexes", [r.token, r.hookId, { runId, hookId: r.hookId }]);
+  if (out.event?.correlationId) {
+    const key = `correlation:${encodeURIComponent(out.event.correlationId)}:${ms13(out.event.createdAt)}:${out.event.eventId}:${runId}`;
+    await ix("putOwned", [runId, key, JSON.stringify({ runId, eventId: out.event.eventId })]);
+  }
+  return out;
+}
+
+const runCreated = (workflowName = "wf", input = bytes(1, 2, 3)) => ({
+  eventType: "run_created",
+  specVersion: 6,
+  eventData: { deploymentId: "dep", workflowName, input },
+});
+
+async function startedRun(runId) {
+  await create(runId, runCreated());
+  return create(runId, { eventType: "run_started", specVersion: 6 });
+}
+
+test("create and start a run: entity, preload, index keys, reads", async () => {
+  const id = "wrun_it_a";
+  const created = await create(id, runCreated("wf-it"));
+  assert.equal(created.ok, true);
+  assert.equal(created.event.eventId, slot(1));
+  assert.equal(created.run.status, "pending");
+  assert.ok(created.run.createdAt instanceof Date);
+  assert.deepEqual(created.run.input, bytes(1, 2, 3));
+  assert.deepEqual(created.runCreated, { workflowName: "wf-it", createdAt: created.run.createdAt });
+  assert.equal(created.maxEvents, 25000);
+  const started = await create(id, { eventType: "run_started", specVersion: 6 });
+  assert.equal(started.run.status, "running");
+  assert.deepEqual(started.events.map((e) => e.eventType), ["run_created", "run_started"]);
+  assert.equal(started.cursor, null);
+  assert.equal(started.hasMore, false);
+  const replay = await create(id, { eventType: "run_started", specVersion: 6 });
+  assert.equal(replay.event, undefined);
+  assert.deepEqual(replay.run, started.run);
+  const got = await runs(id, "getRun");
+  assert.deepEqual(got, { ok: true, value: started.run });
+  const keys = await ix("list", [{ prefix: "run:wf-it:" }]);
+  assert.deepEqual(keys.keys.map((k) => k.name), [`run:wf-it:${ms13(created.run.createdAt)}:${id}`]);
+  assert.equal(JSON.parse(await ix("get", [keys.keys[0].name])).status, "running");
+  assert.deepEqual(await runs("wrun_it_missing", "getRun"), { ok: true, value: null });
+});
+
+test("steps through retry and completion; lazy start; eventCount report", async () => {
+  const id = "wrun_it_steps";
+  await startedRun(id);
+  const s = await create(id, { eventType: "step_created", specVersion: 6, correlationId: "s1", eventData: { stepName: "st", input: bytes(9) } });
+  assert.equal(s.step.status, "pending");
+  assert.equal(s.step.attempt, 0);
+  assert.equal((await create(id, { eventType: "step_started", specVersion: 6, correlationId: "s1" })).step.attempt, 1);
+  const retry = await create(id, { eventType: "step_retrying", specVersion: 6, correlationId: "s1", eventData: { error: "flaky", retryAfter: new Date(Date.now() + 60_000) } });
+  assert.equal(retry.step.status, "pending");
+  assert.deepEqual(retry.step.error, { message: "flaky" });
+  const early = await create(id, { eventType: "step_started", specVersion: 6, correlationId: "s1" });
+  assert.equal(early.code, "TOO_EARLY");
+  assert.ok(early.retryAfterSeconds >= 59 && early.retryAfterSeconds <= 61);
+  await create(id, { eventType: "step_retrying", specVersion: 6, correlationId: "s1", eventData: { error: "again", retryAfter: new Date(946684800000) } });
+  assert.equal((await create(id, { eventType: "step_started", specVersion: 6, correlationId: "s1" })).step.attempt, 2);
+  const done = await create(id, { eventType: "step_completed", specVersion: 6, correlationId: "s1", eventData: { result: bytes(7) } });
+  assert.equal(done.step.status, "completed");
+  assert.deepEqual(done.step.output, bytes(7));
+  const conflict = await create(id, { eventType: "step_completed", specVersion: 6, correlationId: "s1", eventData: { result: 1 } });
+  assert.deepEqual([conflict.code, conflict.message], ["ENTITY_CONFLICT", 'Cannot modify step in terminal state "completed"']);
+
+  const before = (await runs(id, "listEvents", [{ limit: 1000 }])).value.data.length;
+  const lazy = await create(id, { eventType: "step_started", specVersion: 6, correlationId: "s2", eventData: { stepName: "lz", input: bytes(5), attempt: 1 } }, { eventCount: before });
+  assert.equal(lazy.stepCreated, true);
+  assert.equal(lazy.event.eventId, slot(before + 2));
+  assert.deepEqual(lazy.events.map((e) => [e.eventType, e.eventId]), [["step_created", slot(before + 1)]]);
+  assert.equal(lazy.event.eventData.input, undefined);
+  const steps = await runs(id, "listSteps", [{ limit: 20, sortOrder: "asc" }]);
+  assert.deepEqual(steps.value.data.map((x) => x.stepId), ["s1", "s2"]);
+  assert.deepEqual((await runs(id, "getStep", ["s2"])).value, lazy.step);
+});
+
+test("hooks: reserve -> applyEvent -> finalize, resume, dispose, conflicts, release on terminal", async () => {
+  const a = "wrun_it_hooks_a";
+  const b = "wrun_it_hooks_b";
+  await startedRun(a);
+  await startedRun(b);
+  const hook = await create(a, { eventType: "hook_created", specVersion: 6, correlationId: "h1", eventData: { token: "tok-it-1" } });
+  assert.deepEqual(hook.hookToIndex, hook.hook);
+  assert.equal(hook.hook.isWebhook, false);
+  const byToken = JSON.parse(await ix("get", ["hook:tok-it-1"]));
+  assert.deepEqual([byToken.runId, byToken.hookId], [a, "h1"]);
+  assert.ok(await ix("get", ["hookid:h1"]));
+
+  // Another run asking for the same token gets a hook_conflict event and no hook.
+  const clash = await create(b, { eventType: "hook_created", specVersion: 6, correlationId: "h9", eventData: { token: "tok-it-1" } });
+  assert.equal(clash.event.eventType, "hook_conflict");
+  assert.deepEqual(clash.event.eventData, { token: "tok-it-1", conflictingRunId: a });
+  assert.equal(clash.hook, undefined);
+  assert.equal(JSON.parse(await ix("get", ["hook:tok-it-1"])).runId, a);
+
+  // Exact duplicate: ENTITY_CONFLICT, token still maps to the original.
+  const dup = await create(a, { eventType: "hook_created", specVersion: 6, correlationId: "h1", eventData: { token: "tok-it-1" } });
+  assert.deepEqual([dup.code, dup.message], ["ENTITY_CONFLICT", 'Hook "h1" already created']);
+
+  // Resume with a resumeId is idempotent.
+  const recv = (params) => create(a, { eventType: "hook_received", specVersion: 6, correlationId: "h1", eventData: { payload: bytes(4) } }, params);
+  const r1 = await recv({ resumeId: "res-1", resumePayloadDigest: "d1" });
+  const r2 = await recv({ resumeId: "res-1", resumePayloadDigest: "d1" });
+  assert.equal(r2.event.eventId, r1.event.eventId);
+  assert.equal((await recv({ resumeId: "res-1", resumePayloadDigest: "d2" })).code, "ENTITY_CONFLICT");
+
+  // Dispose releases both lookups; a replayed resume still answers.
+  const disposed = await create(a, { eventType: "hook_disposed", specVersion: 6, correlationId: "h1" });
+  assert.deepEqual(disposed.releasedHooks, [{ hookId: "h1", token: "tok-it-1" }]);
+  assert.equal(await ix("get", ["hook:tok-it-1"]), null);
+  assert.equal(await ix("get", ["hookid:h1"]), null);
+  assert.equal((await recv({ resumeId: "res-1" })).event.eventId, r1.event.eventId);
+  assert.deepEqual((await runs(a, "listHooks", [{ limit: 100 }])).value.data, []);
+
+  // A terminal run releases its live hooks' tokens.
+  await create(a, { eventType: "hook_created", specVersion: 6, correlationId: "h2", eventData: { token: "tok-it-2", metadata: bytes(1) } });
+  assert.ok(await ix("get", ["hook:tok-it-2"]));
+  const done = await create(a, { eventType: "run_completed", specVersion: 6, eventData: { output: bytes(1) } });
+  assert.deepEqual(done.releasedHooks, [{ hookId: "h2", token: "tok-it-2" }]);
+  assert.equal(await ix("get", ["hook:tok-it-2"]), null);
+  // The token is free for another run now.
+  const reuse = await create(b, { eventType: "hook_created", specVersion: 6, correlationId: "h3", eventData: { token: "tok-it-2" } });
+  assert.equal(reuse.hook.runId, b);
+});
+
+test("waits and attributes", async () => {
+  const id = "wrun_it_wa";
+  await startedRun(id);
+  const wc = await create(id, { eventType: "wait_created", specVersion: 6, correlationId: "wait-a", eventData: { resumeAt: new Date("2099-01-01T00:00:00.000Z") } });
+  assert.deepEqual([wc.wait.waitId, wc.wait.status], [`${id}-wait-a`, "waiting"]);
+  assert.equal((await create(id, { eventType: "wait_created", specVersion: 6, correlationId: "wait-a", eventData: { resumeAt: new Date() } })).code, "ENTITY_CONFLICT");
+  const done = await create(id, { eventType: "wait_completed", specVersion: 6, correlationId: "wait-a" });
+  assert.equal(done.wait.status, "completed");
+  assert.deepEqual(done.wait.createdAt, wc.wait.createdAt);
+  assert.equal((await create(id, { eventType: "wait_completed", specVersion: 6, correlationId: "wait-a" })).code, "ENTITY_CONFLICT");
+
+  const attr = (changes, correlationId) => create(id, { eventType: "attr_set", specVersion: 6, correlationId, eventData: { changes, writer: { type: "workflow" } } });
+  const a1 = await attr([{ key: "region", value: "us-west" }], "attr-1");
+  assert.deepEqual(a1.run.attributes, { region: "us-west" });
+  assert.equal((await attr([{ key: "region", value: "eu" }], "attr-1")).code, "ENTITY_CONFLICT");
+  await assert.rejects(attr([{ key: "$x", value: "v" }]), (e) => e.status === 500 && e.name === "Error" && e.message.startsWith('AttributeValidationError: Attribute key "$x" starts with reserved prefix'));
+  const a2 = await attr([{ key: "region", value: null }, { key: "tier", value: "gold" }]);
+  assert.deepEqual(a2.run.attributes, { tier: "gold" });
+});
+
+test("thrown errors are HTTP 500 and write nothing", async () => {
+  const id = "wrun_it_err";
+  await startedRun(id);
+  await assert.rejects(create(id, { eventType: "wait_created", specVersion: 6, correlationId: "w", eventData: { resumeAt: "not a date" } }), (e) => e.status === 500 && e.name === "Error" && e.message.startsWith("ZodError: [\n  {\n    \"expected\": \"date\""));
+  await assert.rejects(create(id, { eventType: "run_completed", specVersion: 6 }), (e) => e.name === "TypeError" && e.message === "Cannot read properties of undefined (reading 'output')");
+  const next = await create(id, { eventType: "run_cancelled", specVersion: 6 });
+  assert.equal(next.event.eventId, slot(3));
+  const again = await create(id, { eventType: "run_cancelled", specVersion: 6 });
+  assert.equal(again.event.eventId, slot(4), "repeated cancel appends");
+  const late = await create(id, { eventType: "run_started", specVersion: 6 });
+  assert.deepEqual([late.code, late.message], ["RUN_EXPIRED", `Workflow run "${id}" is already in terminal state "cancelled"`]);
+});
+
+test("pagination across pages: events asc/desc, steps by creation time", async () => {
+  const id = "wrun_it_pages";
+  await startedRun(id);
+  for (const sid of ["z-first", "z-second", "a-third", "m-fourth", "b-fifth"]) {
+    await create(id, { eventType: "step_created", specVersion: 6, correlationId: sid, eventData: { stepName: "n", input: bytes(1) } });
+    await new Promise((r) => setTimeout(r, 3)); // distinct creation milliseconds
+  }
+  const all = [];
+  let cursor;
+  for (;;) {
+    const page = (await runs(id, "listEvents", [{ limit: 3, cursor, sortOrder: "asc" }])).value;
+    all.push(...page.data.map((e) => e.eventId));
+    if (!page.hasMore) {
+      assert.equal(page.cursor, null);
+      break;
+    }
+    cursor = page.cursor;
+  }
+  assert.deepEqual(all, [1, 2, 3, 4, 5, 6, 7].map(slot));
+  const desc = (await runs(id, "listEvents", [{ limit: 3, sortOrder: "desc" }])).value;
+  assert.deepEqual(desc.data.map((e) => e.eventId), [7, 6, 5].map(slot));
+  const desc2 = (await runs(id, "listEvents", [{ limit: 3, sortOrder: "desc", cursor: desc.cursor }])).value;
+  assert.deepEqual(desc2.data.map((e) => e.eventId), [4, 3, 2].map(slot));
+  const steps = [];
+  cursor = undefined;
+  for (;;) {
+    const page = (await runs(id, "listSteps", [{ limit: 2, cursor, sortOrder: "asc" }])).value;
+    steps.push(...page.data.map((s) => s.stepId));
+    if (!page.hasMore) break;
+    assert.match(page.cursor, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z:/);
+    cursor = page.cursor;
+  }
+  assert.deepEqual(steps, ["z-first", "z-second", "a-third", "m-fourth", "b-fifth"]);
+  const neg = await runs(id, "listEvents", [{ limit: -1 }]).catch((e) => e);
+  assert.equal(neg.status, 500);
+  assert.equal(neg.errorName, "TypeError");
+});
+
+test("a concurrent burst of 50 step_created plus reads loses nothing", async () => {
+  const id = "wrun_it_burst";
+  await startedRun(id);
+  const writes = Array.from({ length: 50 }, (_, i) =>
+    w.rpc("runs", id, "applyEvent", [{ runId: id, data: { eventType: "step_created", specVersion: 6, correlationId: `b${i}`, eventData: { stepName: "n", input: bytes(i) } }, cleanup: { retentionMs: 0, queueShards: 1 } }]),
+  );
+  const reads = Array.from({ length: 20 }, () => runs(id, "getRun"));
+  const results = await Promise.all([...writes, ...reads]);
+  for (const r of results.slice(0, 50)) assert.equal(r.ok, true);
+  const ids = results.slice(0, 50).map((r) => r.event.eventId).sort();
+  assert.deepEqual(ids, Array.from({ length: 50 }, (_, i) => slot(i + 3)));
+  const events = (await runs(id, "listEvents", [{ limit: 1000 }])).value.data;
+  assert.equal(events.length, 52);
+  const steps = (await runs(id, "listSteps", [{ limit: 100 }])).value.data;
+  assert.equal(steps.length, 50);
+  assert.deepEqual(new Set(steps.map((s) => s.stepId)).size, 50);
+});
