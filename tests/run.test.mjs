@@ -270,3 +270,47 @@ test("a concurrent burst of 50 step_created plus reads loses nothing", async () 
   assert.equal(steps.length, 50);
   assert.deepEqual(new Set(steps.map((s) => s.stepId)).size, 50);
 });
+
+test("two runs racing for one token: one hook_created, one hook_conflict", async () => {
+  const [a, b] = ["wrun_it_race_a", "wrun_it_race_b"];
+  await startedRun(a);
+  await startedRun(b);
+  const [ra, rb] = await Promise.all([
+    create(a, { eventType: "hook_created", specVersion: 6, correlationId: "ha", eventData: { token: "tok-race" } }),
+    create(b, { eventType: "hook_created", specVersion: 6, correlationId: "hb", eventData: { token: "tok-race" } }),
+  ]);
+  const types = [ra.event.eventType, rb.event.eventType].sort();
+  assert.deepEqual(types, ["hook_conflict", "hook_created"]);
+  const winner = ra.event.eventType === "hook_created" ? a : b;
+  assert.equal(JSON.parse(await ix("get", ["hook:tok-race"])).runId, winner);
+  const hooks = [...(await runs(a, "listHooks")).value.data, ...(await runs(b, "listHooks")).value.data];
+  assert.equal(hooks.length, 1);
+});
+
+test("a lost index publication is repaired by replaying hook_created", async () => {
+  const id = "wrun_it_repair";
+  await startedRun(id);
+  const owner = { runId: id, hookId: "hr" };
+  // First attempt: reserved and committed, but the client died before finalizeHookIndexes.
+  assert.deepEqual(await ix("reserveHookToken", ["tok-repair", owner]), { claimed: true });
+  const first = await runs(id, "applyEvent", [{ runId: id, data: { eventType: "hook_created", specVersion: 6, correlationId: "hr", eventData: { token: "tok-repair" } }, tokenHolder: null, cleanup: { retentionMs: 0, queueShards: 1 } }]);
+  assert.equal(first.ok, true);
+  assert.equal(await ix("get", ["hook:tok-repair"]), null);
+  // The replay goes through the normal sequence and publishes the index.
+  const replay = await create(id, { eventType: "hook_created", specVersion: 6, correlationId: "hr", eventData: { token: "tok-repair" } });
+  assert.equal(replay.event, undefined);
+  assert.deepEqual(replay.hookToIndex, first.hook);
+  assert.equal(JSON.parse(await ix("get", ["hook:tok-repair"])).hookId, "hr");
+  assert.equal(JSON.parse(await ix("get", ["hookid:hr"])).runId, id);
+});
+
+test("resilient start over the wire: run_started creates the missing run", async () => {
+  const id = "wrun_it_resilient";
+  const out = await create(id, { eventType: "run_started", specVersion: 6, eventData: { deploymentId: "dep", workflowName: "wf-res", input: bytes(4, 2) } }, { eventCount: 0 });
+  assert.equal(out.run.status, "running");
+  assert.deepEqual(out.runCreated, { workflowName: "wf-res", createdAt: out.run.createdAt });
+  assert.deepEqual(out.events.map((e) => e.eventType), ["run_created"]);
+  assert.deepEqual((await runs(id, "listEvents")).value.data.map((e) => e.eventType), ["run_created", "run_started"]);
+  const listed = await ix("list", [{ prefix: "run:wf-res:" }]);
+  assert.equal(listed.keys.length, 1);
+});
