@@ -190,7 +190,7 @@ pub fn append_event(
             record.insert("eventData".into(), data);
         }
     }
-    let event = Record(parse_object(schemas::event_schema(), &compact(record))?);
+    let event = Record(parse_object(schemas::event_schema(), compact(record))?);
     let id = event.str("eventId").unwrap_or_default().to_string();
     event.save(store, &keys::event(&id))?;
     Ok(event)

@@ -71,7 +71,7 @@ pub fn schedule(store: &mut dyn Store, s: &mut Success, cleanup: Option<&Value>,
     let due = super::js::time_clip(completed + retention_ms);
     let mut m: Map = run.0.clone();
     m.insert("expiredAt".into(), Value::Date(due));
-    let updated = Record(parse_object(schemas::run_schema(), &m)?);
+    let updated = Record(parse_object(schemas::run_schema(), m)?);
     let due = due.unwrap_or_default();
     let shards = match cleanup.and_then(|c| c.get("queueShards")) {
         None | Some(Value::Null) => Value::num(1),

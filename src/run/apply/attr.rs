@@ -40,7 +40,7 @@ pub fn set(cx: &mut Apply, current: Option<Record>) -> Result<Outcome, RpcError>
     let mut m = current.0.clone();
     m.insert("attributes".into(), Value::Object(apply_changes(&attributes, &changes)));
     m.insert("updatedAt".into(), Value::date(cx.now));
-    let run = Record(parse_object(schemas::run_schema(), &compact(m))?);
+    let run = Record(parse_object(schemas::run_schema(), compact(m))?);
     let event = cx.append_request()?;
     run.save(cx.store, keys::RUN)?;
     if let Some(key) = &marker {

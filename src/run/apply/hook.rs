@@ -90,7 +90,7 @@ pub fn created(cx: &mut Apply) -> Result<Outcome, RpcError> {
             m.insert(k.into(), v.clone());
         }
     }
-    let hook = Record(parse_object(schemas::hook_schema(), &compact(m))?);
+    let hook = Record(parse_object(schemas::hook_schema(), compact(m))?);
     let event = cx.append_request()?;
     let hook_id = hook.str("hookId").unwrap_or_default().to_string();
     hook.save(cx.store, &keys::hook(&id))?;

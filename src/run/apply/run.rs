@@ -49,7 +49,7 @@ pub fn bootstrap(cx: &mut Apply) -> Result<Option<(Record, RunCreated)>, RpcErro
         return Ok(None);
     }
     validate_initial_attributes(ed.get("attributes"), ed.get("allowReservedAttributes"))?;
-    let run = Record(parse_object(schemas::run_schema(), &compact(new_run(cx, &ed)))?);
+    let run = Record(parse_object(schemas::run_schema(), compact(new_run(cx, &ed)))?);
     let mut event_data = Map::new();
     for k in ["deploymentId", "workflowName", "input", "executionContext", "attributes", "allowReservedAttributes", "encryptionPublicKey"] {
         if let Some(v) = ed.get(k) {
@@ -74,7 +74,7 @@ pub fn created(cx: &mut Apply) -> Result<Outcome, RpcError> {
     let attributes = cx.event_data_member("attributes")?.cloned();
     let ed = cx.event_data().cloned().unwrap_or(Value::Null);
     validate_initial_attributes(attributes.as_ref(), ed.get("allowReservedAttributes"))?;
-    let run = Record(parse_object(schemas::run_schema(), &compact(new_run(cx, &ed)))?);
+    let run = Record(parse_object(schemas::run_schema(), compact(new_run(cx, &ed)))?);
     let event = cx.append_request()?;
     run.save(cx.store, keys::RUN)?;
     let workflow_name = ed.get("workflowName").cloned().unwrap_or(Value::Null);
@@ -100,7 +100,7 @@ pub fn started(cx: &mut Apply, current: Option<Record>, bootstrapped: Option<Run
         m.insert("startedAt".into(), Value::date(cx.now));
     }
     m.insert("updatedAt".into(), Value::date(cx.now));
-    let run = Record(parse_object(schemas::run_schema(), &compact(m))?);
+    let run = Record(parse_object(schemas::run_schema(), compact(m))?);
     let event = cx.append_request()?;
     run.save(cx.store, keys::RUN)?;
     let page = if skip_preload { None } else { Some(cx.preload()?) };
@@ -145,7 +145,7 @@ pub fn terminal(cx: &mut Apply, current: Option<Record>) -> Result<Outcome, RpcE
     }
     m.insert("completedAt".into(), Value::date(cx.now));
     m.insert("updatedAt".into(), Value::date(cx.now));
-    let run = Record(parse_object(schemas::run_schema(), &compact(m))?);
+    let run = Record(parse_object(schemas::run_schema(), compact(m))?);
     let event = cx.append_request()?;
     run.save(cx.store, keys::RUN)?;
     let released_hooks = release_all_hooks(cx.store)?;

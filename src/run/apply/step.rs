@@ -52,7 +52,7 @@ fn new_step(cx: &Apply, step_name: Option<&Value>, input: Option<&Value>) -> Res
     m.insert("createdAt".into(), Value::date(cx.now));
     m.insert("updatedAt".into(), Value::date(cx.now));
     m.insert("specVersion".into(), Value::num(6));
-    Ok(Record(parse_object(schemas::step_schema(), &compact(m))?))
+    Ok(Record(parse_object(schemas::step_schema(), compact(m))?))
 }
 
 fn store_new_step(cx: &mut Apply, step: &Record) -> Result<(), RpcError> {
@@ -127,7 +127,7 @@ pub fn started(cx: &mut Apply, step: Option<Record>) -> Result<Outcome, RpcError
     m.insert("attempt".into(), Value::num(step.num("attempt").unwrap_or(0.0) + 1.0));
     m.remove("retryAfter");
     m.insert("updatedAt".into(), Value::date(cx.now));
-    let updated = Record(parse_object(schemas::step_schema(), &compact(m))?);
+    let updated = Record(parse_object(schemas::step_schema(), compact(m))?);
     let event = cx.append_request()?;
     updated.save(cx.store, &keys::step(&id))?;
     Ok(Ok(Success { event: Some(event), step: Some(updated), step_created, ..Default::default() }))
@@ -169,7 +169,7 @@ pub fn progressed(cx: &mut Apply, step: Option<Record>) -> Result<Outcome, RpcEr
         }
     }
     m.insert("updatedAt".into(), Value::date(cx.now));
-    let updated = Record(parse_object(schemas::step_schema(), &compact(m))?);
+    let updated = Record(parse_object(schemas::step_schema(), compact(m))?);
     let event = cx.append_request()?;
     updated.save(cx.store, &keys::step(&id))?;
     Ok(Ok(Success { event: Some(event), step: Some(updated), ..Default::default() }))

@@ -25,7 +25,7 @@ pub fn created(cx: &mut Apply) -> Result<Outcome, RpcError> {
     m.insert("createdAt".into(), Value::date(cx.now));
     m.insert("updatedAt".into(), Value::date(cx.now));
     m.insert("specVersion".into(), Value::num(6));
-    let wait = Record(parse_object(schemas::wait_schema(), &m)?);
+    let wait = Record(parse_object(schemas::wait_schema(), m)?);
     let event = cx.append_request()?;
     wait.save(cx.store, &key)?;
     Ok(Ok(Success { event: Some(event), wait: Some(wait), ..Default::default() }))
@@ -49,7 +49,7 @@ pub fn completed(cx: &mut Apply) -> Result<Outcome, RpcError> {
     }
     m.insert("completedAt".into(), Value::date(cx.now));
     m.insert("updatedAt".into(), Value::date(cx.now));
-    let wait = Record(parse_object(schemas::wait_schema(), &m)?);
+    let wait = Record(parse_object(schemas::wait_schema(), m)?);
     wait.save(cx.store, &key)?;
     Ok(Ok(Success { event: Some(event), wait: Some(wait), ..Default::default() }))
 }

@@ -9,8 +9,8 @@ pub mod zod;
 use crate::wire::{Map, RpcError, Value};
 
 /// Parse `value` with `schema`, returning the parsed object (stripped and coerced).
-pub fn parse_object(schema: &zod::Schema, value: &Map) -> Result<Map, RpcError> {
-    let input = Value::Object(value.clone());
+pub fn parse_object(schema: &zod::Schema, value: Map) -> Result<Map, RpcError> {
+    let input = Value::Object(value);
     match schema.parse(Some(&input)) {
         Ok(Some(Value::Object(m))) => Ok(m),
         Ok(_) => Err(RpcError::error("schema produced a non-object")),
