@@ -1,0 +1,3 @@
+#!/usr/bin/env node
+// npm run bench: benchmarks against the built worker (placeholder; workloads come later).
+console.log("no benchmarks yet");

@@ -1,0 +1,140 @@
+#!/usr/bin/env node
+// npm test: native unit tests (cargo test), the worker build, then the JS tests
+// (node --test tests/*.test.mjs: golden replays, harness and deploy checks).
+//
+//   npm test                         everything
+//   npm test -- tests/golden.test.mjs   only these JS test files (still cargo test + build)
+//   npm test -- --skip-cargo --skip-build
+//   npm test -- --dev                build with --dev (debug profile, no wasm-opt)
+// Prints a summary with one line per phase and a closing "N passed, N failed" line.
+
+import { spawn } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ROOT } from "./lib/tools.mjs";
+
+const args = process.argv.slice(2);
+const flag = (f) => args.includes(f);
+const files = args.filter((a) => !a.startsWith("--"));
+const buildArgs = [];
+if (flag("--dev")) buildArgs.push("--dev");
+if (flag("--no-opt")) buildArgs.push("--no-opt");
+
+const phases = [];
+const fmt = (ms) => `${(ms / 1000).toFixed(1)}s`;
+
+function run(cmd, cmdArgs, { capture = false, env = process.env } = {}) {
+  return new Promise((resolve) => {
+    const child = spawn(cmd, cmdArgs, { cwd: ROOT, env, stdio: ["ignore", capture ? "pipe" : "inherit", "inherit"] });
+    let out = "";
+    if (capture) {
+      child.stdout.on("data", (d) => {
+        out += d;
+        process.stdout.write(d);
+      });
+    }
+    child.on("error", (err) => resolve({ code: 127, out, err }));
+    child.on("exit", (code, signal) => resolve({ code: code ?? (signal ? 1 : 0), out }));
+  });
+}
+
+async function phase(name, fn) {
+  const t0 = Date.now();
+  console.log(`\n=== ${name} ===`);
+  const r = await fn();
+  phases.push({ name, ...r, ms: Date.now() - t0 });
+  return r;
+}
+
+let passed = 0;
+let failed = 0;
+let skipped = 0;
+
+// 1. cargo test (native)
+if (!flag("--skip-cargo")) {
+  await phase("cargo test", async () => {
+    const r = await run("cargo", ["test", "--color", "never"], { capture: true });
+    let p = 0;
+    let f = 0;
+    let ig = 0;
+    for (const m of r.out.matchAll(/test result: \w+\. (\d+) passed; (\d+) failed; (\d+) ignored/g)) {
+      p += Number(m[1]);
+      f += Number(m[2]);
+      ig += Number(m[3]);
+    }
+    passed += p;
+    failed += f;
+    skipped += ig;
+    if (r.code !== 0 && f === 0) failed += 1; // compile error or crash
+    return { ok: r.code === 0, detail: `${p} passed, ${f} failed, ${ig} ignored` };
+  });
+}
+
+// 2. build
+let built = true;
+if (!flag("--skip-build")) {
+  const r = await phase("build", async () => {
+    const b = await run(process.execPath, [join(ROOT, "scripts", "build.mjs"), ...buildArgs]);
+    return { ok: b.code === 0, detail: b.code === 0 ? "build/index.js ready" : `exit code ${b.code}` };
+  });
+  if (!r.ok) {
+    built = false;
+    failed += 1;
+  }
+}
+
+// 3. node --test
+if (built) {
+  await phase("node --test", async () => {
+    const testFiles = files.length
+      ? files
+      : readdirSync(join(ROOT, "tests"))
+          .filter((f) => f.endsWith(".test.mjs"))
+          .sort()
+          .map((f) => join("tests", f));
+    const dir = mkdtempSync(join(tmpdir(), "world-celld-test-"));
+    const tap = join(dir, "results.tap");
+    const r = await run(process.execPath, [
+      "--test",
+      "--test-concurrency=1",
+      "--test-reporter=spec",
+      "--test-reporter-destination=stdout",
+      "--test-reporter=tap",
+      `--test-reporter-destination=${tap}`,
+      ...testFiles,
+    ]);
+    let text = "";
+    try {
+      text = readFileSync(tap, "utf8");
+    } catch {
+      // no report: the runner crashed
+    }
+    rmSync(dir, { recursive: true, force: true });
+    const count = (name) => {
+      const m = text.match(new RegExp(`^# ${name} (\\d+)$`, "m"));
+      return m ? Number(m[1]) : 0;
+    };
+    const p = count("pass");
+    const f = count("fail") + count("cancelled");
+    const todo = count("todo");
+    const sk = count("skipped");
+    // pass/fail exclude todo and skipped tests; todo tests are reported as skipped.
+    const todoPassed = (text.match(/^ok \d+ - .*# TODO/gm) || []).length;
+    passed += p;
+    failed += f;
+    skipped += todo + sk;
+    if (r.code !== 0 && f === 0) failed += 1;
+    return {
+      ok: r.code === 0,
+      detail: `${p} passed, ${f} failed, ${todo} todo (${todoPassed} of them passing), ${sk} skipped`,
+    };
+  });
+}
+
+console.log("\n=== summary ===");
+for (const ph of phases) console.log(`${ph.ok ? "PASS" : "FAIL"}  ${ph.name.padEnd(12)} ${fmt(ph.ms).padStart(7)}  ${ph.detail}`);
+if (!built) console.log("SKIP  node --test   (the build failed)");
+const ok = phases.every((p) => p.ok);
+console.log(`${ok ? "OK" : "FAILED"}: ${passed} passed, ${failed} failed, ${skipped} skipped`);
+process.exit(ok ? 0 : 1);
