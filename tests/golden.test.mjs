@@ -37,6 +37,7 @@ export const EXPECTED_PASS = [
   "streams",
   "index-do",
   "runs-core", "runs-steps", "runs-hooks", "runs-waits-attrs", "runs-pagination",
+  "queue", "queue-deadletters",
 ];
 
 const dir = goldenDir();
