@@ -49,7 +49,7 @@ const MAX_TIMER_MS: u64 = 2_147_483_647;
 const MAX_IDLE_WAIT_MS: i64 = 30_000;
 /// Stop claiming new work in one alarm invocation after this long (alarm handlers have a
 /// wall-clock limit); what is left is picked up by the next alarm.
-const CLAIM_BUDGET_MS: i64 = 10 * 60 * 1000;
+const CLAIM_BUDGET_MS: i64 = 5 * 60 * 1000;
 
 #[wasm_bindgen]
 extern "C" {
@@ -248,19 +248,22 @@ impl QueueDO {
             if running.is_empty() {
                 break;
             }
-            // Wait for a delivery to settle, a kick, or the next planned wake-up.
+            // Wait for a delivery to settle, a kick, or (when a slot is free) the next
+            // planned wake-up. With every slot busy only a settled delivery frees room.
+            let full = running.len() >= cfg.queue_max_inflight as usize;
             let wait_ms = match self.planned.get() {
                 Some(at) => at.saturating_sub(now_ms()).clamp(1, MAX_IDLE_WAIT_MS),
                 None => MAX_IDLE_WAIT_MS,
             };
-            let mut timer = worker::Delay::from(Duration::from_millis(wait_ms as u64));
+            let mut timer = (!full).then(|| worker::Delay::from(Duration::from_millis(wait_ms as u64)));
             let kick = self.kick.clone();
             std::future::poll_fn(|cx| {
                 let mut woke = false;
                 while let Poll::Ready(Some(())) = running.poll_next_unpin(cx) {
                     woke = true;
                 }
-                if kick.poll(cx) || Pin::new(&mut timer).poll(cx).is_ready() {
+                let timer_fired = timer.as_mut().is_some_and(|t| Pin::new(t).poll(cx).is_ready());
+                if kick.poll(cx) || timer_fired {
                     woke = true;
                 }
                 if woke {
