@@ -12,27 +12,28 @@ import { startFakeGoldenServer } from "./lib/fake-golden-server.mjs";
 const dir = goldenDir();
 const present = existsSync(join(dir, "manifest.json"));
 const entry = (name) => loadManifest(dir).files.find((e) => e.scenario === name);
-const fake = (opts = {}) => (e) => startFakeGoldenServer(e, { dir, ...opts });
+// The fake delivers to whatever port the replayer's callback server got (0 = a free one).
+const fake = (opts = {}) => (e, { callbackPort }) => startFakeGoldenServer(e, { dir, callbackPort, ...opts });
 
 test("replayer passes router-errors (raw sockets, 32 MiB bodies, chunked) against recorded answers", { skip: !present }, async () => {
-  const r = await replayFile(entry("router-errors"), { dir, startServer: fake() });
+  const r = await replayFile(entry("router-errors"), { dir, callbackPort: 0, startServer: fake() });
   assert.ok(reportPassed(r), `${summaryLine(r)}\n${JSON.stringify(r.failures.slice(0, 3), null, 2)}`);
 });
 
 test("replayer learns S and rewrites request bodies (runs-pagination)", { skip: !present }, async () => {
-  const r = await replayFile(entry("runs-pagination"), { dir, startServer: fake() });
+  const r = await replayFile(entry("runs-pagination"), { dir, callbackPort: 0, startServer: fake() });
   assert.ok(reportPassed(r), `${summaryLine(r)}\n${JSON.stringify(r.failures.slice(0, 3), null, 2)}`);
 });
 
 test("negative control: without the body rewrite, requests carry recorded instants", { skip: !present }, async () => {
-  const r = await replayFile(entry("runs-pagination"), { dir, rewrite: false, startServer: fake() });
+  const r = await replayFile(entry("runs-pagination"), { dir, callbackPort: 0, rewrite: false, startServer: fake() });
   assert.ok(!reportPassed(r));
   assert.ok(r.failures.length > 10);
 });
 
 test("negative control: a one-character change in a response is reported", { skip: !present }, async () => {
   const mutate = (line, body) => (line.seq === 5 ? body.replace("true", "fals") : body);
-  const r = await replayFile(entry("health"), { dir, startServer: fake({ mutate }) });
+  const r = await replayFile(entry("health"), { dir, callbackPort: 0, startServer: fake({ mutate }) });
   assert.deepEqual(
     r.failures.map((f) => f.seq),
     [5],
@@ -50,12 +51,12 @@ test("level 2: an instant that maps to two different actual instants is reported
     }
     return body;
   };
-  const r = await replayFile(e, { dir, startServer: fake({ mutate }) });
+  const r = await replayFile(e, { dir, callbackPort: 0, startServer: fake({ mutate }) });
   assert.ok(r.failures.some((f) => f.reasons && f.reasons.includes("level2")), summaryLine(r));
 });
 
 test("callbacks: deliveries keyed by (id, attempt, occurrence) are answered and compared (queue-deadletters)", { skip: !present, timeout: 120000 }, async () => {
-  const r = await replayFile(entry("queue-deadletters"), { dir, startServer: fake() });
+  const r = await replayFile(entry("queue-deadletters"), { dir, callbackPort: 0, startServer: fake() });
   assert.ok(reportPassed(r), `${summaryLine(r)}\n${JSON.stringify(r.failures.slice(0, 3), null, 2)}`);
   assert.equal(r.callbacks.passed, r.callbacks.total);
 });

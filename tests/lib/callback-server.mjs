@@ -18,7 +18,12 @@ export const deliveryKey = (id, attempt, n) => `${id}\u0000${attempt}\u0000${n}`
  * answers: Map key -> {status, contentType, headers?, body}. Unknown keys get 200 {"ok":true}
  * and are flagged `unexpected`.
  */
-export async function startCallbackServer({ host = "127.0.0.1", port = 18999, answers = new Map() } = {}) {
+export async function startCallbackServer({
+  host = "127.0.0.1",
+  port = 18999,
+  answers = new Map(),
+  busyWaitMs = Number(process.env.GOLDEN_PORT_WAIT_MS || 180000),
+} = {}) {
   const deliveries = []; // {key, method, path, headers, body, unexpected, matched, at}
   const seen = new Map(); // id\0attempt -> count
   const waiters = new Set();
@@ -53,15 +58,28 @@ export async function startCallbackServer({ host = "127.0.0.1", port = 18999, an
       for (const w of [...waiters]) w();
     });
   });
-  await new Promise((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(port, host, () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
+  // The port is fixed by the transcripts; if another replay holds it, wait for it to be free.
+  const deadline = Date.now() + busyWaitMs;
+  for (;;) {
+    try {
+      await new Promise((resolve, reject) => {
+        server.once("error", reject);
+        server.listen(port, host, () => {
+          server.off("error", reject);
+          resolve();
+        });
+      });
+      break;
+    } catch (err) {
+      if (err.code !== "EADDRINUSE" || Date.now() > deadline) {
+        throw new Error(`callback server cannot listen on ${host}:${port}: ${err.message}`);
+      }
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
 
   return {
+    port: server.address().port,
     deliveries,
     /** Waits until a delivery with this key has arrived; resolves it or null on timeout. */
     waitFor(key, timeoutMs) {

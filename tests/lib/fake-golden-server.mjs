@@ -16,7 +16,7 @@ export function shiftText(text, shiftMs) {
   return rewriteTokens(text, S);
 }
 
-export async function startFakeGoldenServer(entry, { dir, shiftMs = 12345, mutate = null, callbackPort = 18999 } = {}) {
+export async function startFakeGoldenServer(entry, { dir, shiftMs = 12345, mutate = null, callbackPort } = {}) {
   const lines = loadLines(dir, entry.file);
   const exchanges = [];
   for (let i = 0; i < lines.length; i++) {

@@ -85,7 +85,10 @@ export async function replayFile(entry, options = {}) {
     pauseFactor = Math.max(1, Number(process.env.GOLDEN_PAUSE_FACTOR || 1)),
     maxConsecutiveErrors = Number(process.env.GOLDEN_MAX_CONSECUTIVE_ERRORS || 5),
     onLine = null,
-    // (entry) => {host, port, dispose()}: the server under test; default the built worker.
+    // The callback server's port: the transcripts need 18999; 0 picks a free one (self-tests).
+    callbackPort = CALLBACK_PORT,
+    // (entry, {callbackPort}) => {host, port, dispose()}: the server under test; default the
+    // built worker.
     startServer = (e) => startWorker(workerOptionsFor(e)),
     // Test hook for negative controls: disable the §5 step 4.2 body rewrite.
     rewrite = true,
@@ -121,10 +124,10 @@ export async function replayFile(entry, options = {}) {
     answers.set(key, line.callback.response);
   }
 
-  const callbacks = await startCallbackServer({ port: CALLBACK_PORT, answers });
+  const callbacks = await startCallbackServer({ port: callbackPort, answers });
   let worker;
   try {
-    worker = await startServer(entry);
+    worker = await startServer(entry, { callbackPort: callbacks.port });
   } catch (err) {
     await callbacks.close();
     throw err;
