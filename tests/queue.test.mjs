@@ -218,3 +218,83 @@ test("queue: restart mid-load over persisted state loses nothing", { timeout: 18
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+/** The largest number of deliveries whose [arrival, answer] intervals overlap. */
+function maxOverlap(deliveries) {
+  const events = [];
+  for (const d of deliveries) {
+    events.push([d.at, 1], [d.answeredAt, -1]);
+  }
+  events.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  let cur = 0;
+  let max = 0;
+  for (const [, delta] of events) {
+    cur += delta;
+    max = Math.max(max, cur);
+  }
+  return max;
+}
+
+test("queue: deliveries run concurrently up to QUEUE_MAX_INFLIGHT; no secret header when unset", { timeout: 60_000 }, async () => {
+  await withWorld({ QUEUE_MAX_INFLIGHT: "3", WORKFLOW_CALLBACK_SECRET: "" }, () => ({ status: 200, delayMs: 300 }), async ({ target, q }) => {
+    for (let i = 0; i < 9; i++) await q("q:0", "enqueue", [enqueueRequest(`msg_cc_${i}`, target.url)]);
+    assert.ok(await target.waitUntil(() => target.deliveries.length >= 9, 20_000));
+    assert.equal(maxOverlap(target.deliveries), 3);
+    for (const d of target.deliveries) assert.equal(d.headers["x-workflow-callback-secret"], undefined);
+    await sleep(200);
+    assert.deepEqual(await q("q:0", "stats"), { pending: 0, inflight: 0, deadLetters: 0, alarmAt: null });
+  });
+  // An invalid value falls back to the default of 5.
+  await withWorld({ QUEUE_MAX_INFLIGHT: "0" }, () => ({ status: 200, delayMs: 300 }), async ({ target, q }) => {
+    for (let i = 0; i < 10; i++) await q("q:0", "enqueue", [enqueueRequest(`msg_cd_${i}`, target.url)]);
+    assert.ok(await target.waitUntil(() => target.deliveries.length >= 10, 20_000));
+    assert.equal(maxOverlap(target.deliveries), 5);
+    for (const d of target.deliveries) assert.equal(d.headers["x-workflow-callback-secret"], "golden-callback-secret");
+  });
+});
+
+test("queue: QUEUE_DELIVERY_TIMEOUT_MS aborts slow deliveries (retried, then dead-lettered)", { timeout: 60_000 }, async () => {
+  const policy = (d) => {
+    if (d.id === "msg_slow_once" && d.attempt === "1") return { status: 200, delayMs: 1500 };
+    if (d.id === "msg_slow_always") return { status: 200, delayMs: 1500 };
+    return { status: 200 };
+  };
+  await withWorld({ QUEUE_DELIVERY_TIMEOUT_MS: "300", QUEUE_MAX_ATTEMPTS: "2" }, policy, async ({ target, q }) => {
+    const t0 = Date.now();
+    await q("q:0", "enqueue", [enqueueRequest("msg_slow_once", target.url)]);
+    await q("q:0", "enqueue", [enqueueRequest("msg_slow_always", target.url)]);
+    assert.ok(await target.waitUntil(() => target.deliveries.length >= 4, 20_000));
+    const once = target.deliveries.filter((d) => d.id === "msg_slow_once");
+    assert.deepEqual(once.map((d) => d.attempt), ["1", "2"]);
+    // Timed out after ~300 ms, retried 2 s later.
+    assert.ok(once[1].at - t0 >= 2200 && once[1].at - t0 < 4000, `second attempt at +${once[1].at - t0} ms`);
+    await sleep(500);
+    const list = await q("q:0", "listDeadLetters", []);
+    assert.equal(list.data.length, 1);
+    assert.equal(list.data[0].messageId, "msg_slow_always");
+    assert.equal(list.data[0].attempt, 2);
+    assert.match(list.data[0].lastError, /^transport error: .*(timeout|abort)/i);
+    const s = await q("q:0", "stats");
+    assert.deepEqual(s, { pending: 0, inflight: 0, deadLetters: 1, alarmAt: null });
+  });
+});
+
+test("queue: admin methods on a fresh cell and argument edge cases", { timeout: 30_000 }, async () => {
+  await withWorld({}, () => ({ status: 200 }), async ({ w, q }) => {
+    assert.deepEqual(await q("q:9", "stats"), { pending: 0, inflight: 0, deadLetters: 0, alarmAt: null });
+    assert.deepEqual(await q("q:9", "rearmAlarm"), { alarmAt: null });
+    assert.deepEqual(await q("q:9", "listDeadLetters", [{ limit: 0 }]), { data: [], cursor: null, hasMore: false });
+    assert.deepEqual(await q("q:9", "listDeadLetters", [{ limit: 1, cursor: null }]), { data: [], cursor: null, hasMore: false });
+    const neg = await w.rpc.raw("queue", "q:9", "listDeadLetters", [{ limit: -1 }]);
+    assert.equal(neg.status, 500);
+    assert.deepEqual(neg.value, { error: { name: "TypeError", message: "List limit must be positive." } });
+    const bad = await w.rpc.raw("queue", "q:9", "enqueue", []);
+    assert.equal(bad.status, 500);
+    assert.deepEqual(bad.value, { error: { name: "TypeError", message: "Cannot read properties of undefined (reading 'runId')" } });
+    assert.deepEqual(await q("q:9", "redriveDeadLetter", ["nope"]), { ok: false });
+    assert.deepEqual(await q("q:9", "purgeDeadLetters"), { purged: 0 });
+    assert.deepEqual(await q("q:9", "expireRun", ["wrun_x", 946684800000]), { deleted: 0 });
+    const fenced = await q("q:9", "enqueue", [enqueueRequest("msg_f", "http://127.0.0.1:9", { runId: "wrun_x" })]);
+    assert.deepEqual(fenced, { ok: false, code: "RUN_EXPIRED", message: 'Workflow run "wrun_x" has expired' });
+  });
+});
