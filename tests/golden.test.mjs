@@ -38,6 +38,7 @@ export const EXPECTED_PASS = [
   "index-do",
   "runs-core", "runs-steps", "runs-hooks", "runs-waits-attrs", "runs-pagination",
   "queue", "queue-deadletters",
+  "retention",
 ];
 
 const dir = goldenDir();

@@ -7,11 +7,13 @@
 //! * [`events`] — slot ids, event construction, event pages;
 //! * [`reads`] — the six fenced read methods and their pagination;
 //! * [`fence`] — expired-run fencing; [`retention`] — markers and scheduling;
+//!   [`cleanup`] — the retention admin methods and the cleanup phase machine;
 //! * [`records`], [`keys`] — stored records and storage keys;
 //! * [`validate`] — zod-equivalent schemas and attribute rules; [`js`] — JavaScript
 //!   value semantics the wire depends on.
 
 pub mod apply;
+pub mod cleanup;
 pub mod events;
 pub mod fence;
 pub mod js;
@@ -24,30 +26,31 @@ pub mod validate;
 #[cfg(test)]
 mod tests;
 
-use crate::hop::{not_implemented, Args, Ctx};
+use crate::hop::{Args, Ctx};
+use crate::queue::Alarm;
 use crate::store::Store;
 use crate::wire::{RpcError, Value};
 
-pub use retention::take_alarm;
-
 pub const CLASS: &str = "WorkflowRunDO";
 
-/// Dispatch one RPC method (inside one storage transaction). After an `Ok`, the shell
-/// should apply [`take_alarm`] (the alarm time a terminal transition scheduled).
-pub fn call(store: &mut dyn Store, ctx: &Ctx, method: &str, args: Args) -> Result<Value, RpcError> {
-    retention::reset_alarm();
-    let result = match method {
-        "applyEvent" => apply::apply_event(store, ctx, args.raw(0)),
+/// Dispatch one RPC method (inside one storage transaction). `alarm` collects the alarm
+/// change the call asks for (terminal-run scheduling, the retention admin methods); the
+/// shell applies it after the transaction commits.
+///
+/// `cleanupNow` is not a single transaction: the shell serves it through
+/// [`cleanup::driver::cleanup_now`], so it never reaches this function.
+pub fn call(store: &mut dyn Store, ctx: &Ctx, alarm: &mut Alarm, method: &str, args: Args) -> Result<Value, RpcError> {
+    match method {
+        "applyEvent" => apply::apply_event(store, ctx, alarm, args.raw(0)),
         "getRun" => reads::get_run(store, ctx),
         "getStep" => reads::get_step(store, ctx, args),
         "getEvent" => reads::get_event(store, ctx, args),
         "listEvents" => reads::list_events_method(store, ctx, args),
         "listSteps" => reads::list_steps_method(store, ctx, args),
         "listHooks" => reads::list_hooks_method(store, ctx, args),
-        _ => Err(not_implemented(CLASS, method)),
-    };
-    if result.is_err() {
-        retention::reset_alarm();
+        "getCleanupStatus" => cleanup::get_status(store),
+        "scheduleCleanup" => cleanup::schedule(store, ctx.now, &cleanup::CleanupArgs::parse(args)?, alarm),
+        "rearmCleanup" => cleanup::rearm(store, ctx.now, alarm),
+        _ => Err(RpcError::error(format!("{CLASS}.{method} cannot run as a single transaction"))),
     }
-    result
 }

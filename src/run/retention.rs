@@ -2,34 +2,14 @@
 //! `retention.md` §2): the markers that let a later cleanup find the run's IndexDO
 //! entries, and automatic scheduling when a run becomes terminal.
 
-use std::cell::RefCell;
-
 use super::apply::Success;
 use super::js::to_js_string;
 use super::keys;
 use super::records::{cleanup_record, is_terminal_run_status, Record};
 use super::validate::{parse_object, schemas};
+use crate::queue::Alarm;
 use crate::store::{put_json, Store};
 use crate::wire::{Map, RpcError, Value};
-
-thread_local! {
-    static ALARM: RefCell<Option<i64>> = const { RefCell::new(None) };
-}
-
-/// Forget any alarm requested by a previous call.
-pub fn reset_alarm() {
-    ALARM.with(|a| *a.borrow_mut() = None);
-}
-
-/// The alarm time (epoch ms) the last successful call asked for, if any. The shell
-/// applies it after the call's transaction committed.
-pub fn take_alarm() -> Option<i64> {
-    ALARM.with(|a| a.borrow_mut().take())
-}
-
-fn request_alarm(at: i64) {
-    ALARM.with(|a| *a.borrow_mut() = Some(at));
-}
 
 fn hook_marker(store: &mut dyn Store, hook_id: &Value, token: &Value) -> Result<(), RpcError> {
     let key = keys::retention_hook(&to_js_string(Some(hook_id)), &to_js_string(Some(token)));
@@ -58,7 +38,7 @@ pub fn record_markers(store: &mut dyn Store, s: &Success, run_id: &str) -> Resul
 }
 
 /// §6.10: schedule cleanup of a run that the outcome shows terminal.
-pub fn schedule(store: &mut dyn Store, s: &mut Success, cleanup: Option<&Value>, has_record: bool) -> Result<(), RpcError> {
+pub fn schedule(store: &mut dyn Store, alarm: &mut Alarm, s: &mut Success, cleanup: Option<&Value>, has_record: bool) -> Result<(), RpcError> {
     let retention_ms = match cleanup.and_then(|c| c.get("retentionMs")) {
         Some(Value::Number(n)) => *n,
         _ => 0.0,
@@ -79,7 +59,7 @@ pub fn schedule(store: &mut dyn Store, s: &mut Success, cleanup: Option<&Value>,
     };
     updated.save(store, keys::RUN)?;
     put_json(store, keys::RETENTION_CLEANUP, &Value::Object(cleanup_record(&updated, due, shards)))?;
-    request_alarm(due);
+    alarm.set(due);
     s.run = Some(updated);
     Ok(())
 }

@@ -1,6 +1,6 @@
-//! `StreamDO`, `IndexDO` and `WorkflowRunDO`: shells whose every method is synchronous
-//! core code run in one transaction. (`QueueDO`, which also delivers over HTTP from its
-//! alarm, lives in `queue_do.rs`.)
+//! `StreamDO` and `IndexDO`: shells whose every method is synchronous core code run in
+//! one transaction. (`WorkflowRunDO`, with its retention alarm and DO-to-DO calls, lives
+//! in `run_do.rs`; `QueueDO`, which delivers over HTTP from its alarm, in `queue_do.rs`.)
 
 use worker::{durable_object, DurableObject, Env, Request, Response, Result, State};
 
@@ -35,21 +35,5 @@ impl DurableObject for IndexDO {
 
     async fn fetch(&self, req: Request) -> Result<Response> {
         serve(&self.state, &self.env, req, crate::index::call).await
-    }
-}
-
-#[durable_object]
-pub struct WorkflowRunDO {
-    state: State,
-    env: Env,
-}
-
-impl DurableObject for WorkflowRunDO {
-    fn new(state: State, env: Env) -> Self {
-        Self { state, env }
-    }
-
-    async fn fetch(&self, req: Request) -> Result<Response> {
-        serve(&self.state, &self.env, req, crate::run::call).await
     }
 }

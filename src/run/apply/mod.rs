@@ -17,6 +17,7 @@ use super::keys;
 use super::records::{is_terminal_run_status, Record};
 use super::retention;
 use crate::hop::Ctx;
+use crate::queue::Alarm;
 use crate::store::Store;
 use crate::wire::{Map, RpcError, Value};
 
@@ -177,7 +178,7 @@ fn not_supported(run_id: &str, version: Option<&Value>) -> Failure {
 }
 
 /// The `applyEvent` RPC method: fence, core, bookkeeping, page; the wire outcome.
-pub fn apply_event(store: &mut dyn Store, ctx: &Ctx, request: Option<&Value>) -> Result<Value, RpcError> {
+pub fn apply_event(store: &mut dyn Store, ctx: &Ctx, alarm: &mut Alarm, request: Option<&Value>) -> Result<Value, RpcError> {
     let retention = retention_state(store, ctx.now)?;
     if let Some(t) = &retention.tombstone {
         let run_id = to_js_string(member(request, "runId")?);
@@ -216,7 +217,7 @@ pub fn apply_event(store: &mut dyn Store, ctx: &Ctx, request: Option<&Value>) ->
     let cleanup = req("cleanup");
     let mut outcome = outcome;
     retention::record_markers(cx.store, &outcome, &cx.run_id_text)?;
-    retention::schedule(cx.store, &mut outcome, cleanup.as_ref(), retention.cleanup.is_some())?;
+    retention::schedule(cx.store, alarm, &mut outcome, cleanup.as_ref(), retention.cleanup.is_some())?;
     let outcome = finalize_page(&mut cx, outcome)?;
     Ok(success_value(outcome))
 }

@@ -98,13 +98,3 @@ fn idempotent_outcomes_still_persist_the_sequence() {
     h.create_run();
     assert_eq!(h.store.data.get("event_sequence").map(String::as_str), Some("0"));
 }
-
-#[test]
-fn retention_methods_are_not_implemented_yet() {
-    let mut h = Harness::new();
-    for m in ["getCleanupStatus", "scheduleCleanup", "cleanupNow", "rearmCleanup"] {
-        let e = h.call(m, vec![]).unwrap_err();
-        assert_eq!(e.name, "Error");
-        assert!(e.message.contains(m), "{}", e.message);
-    }
-}

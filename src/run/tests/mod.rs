@@ -10,6 +10,7 @@ mod runs;
 mod steps;
 mod waits_attrs;
 
+use crate::queue::{Alarm, AlarmChange};
 use crate::config::Config;
 use crate::hop::{Args, Ctx};
 use crate::store::MemoryStore;
@@ -23,6 +24,8 @@ pub struct Harness {
     pub now: i64,
     pub config: Config,
     pub run_id: String,
+    /// The alarm change the last successful call asked for.
+    pub alarm: Option<AlarmChange>,
 }
 
 pub fn v(text: &str) -> Value {
@@ -35,7 +38,7 @@ pub fn json(value: &Value) -> String {
 
 impl Harness {
     pub fn new() -> Harness {
-        Harness { store: MemoryStore::new(), now: T0, config: Config::default(), run_id: "wrun_A".into() }
+        Harness { store: MemoryStore::new(), now: T0, config: Config::default(), run_id: "wrun_A".into(), alarm: None }
     }
 
     /// Advance the clock (every call gets its own millisecond, like the recordings).
@@ -46,7 +49,20 @@ impl Harness {
     pub fn call(&mut self, method: &str, args: Vec<Value>) -> Result<Value, RpcError> {
         self.now += 1;
         let ctx = Ctx { now: self.now, name: &self.run_id.clone(), config: &self.config.clone() };
-        self.store.transaction(|s| crate::run::call(s, &ctx, method, Args(&args)))
+        let mut alarm = Alarm::unknown();
+        let out = self.store.transaction(|s| crate::run::call(s, &ctx, &mut alarm, method, Args(&args)));
+        if out.is_ok() {
+            self.alarm = alarm.change();
+        }
+        out
+    }
+
+    /// The alarm time the last successful call set, if it set one (cleared on read).
+    pub fn take_alarm(&mut self) -> Option<i64> {
+        match self.alarm.take() {
+            Some(AlarmChange::Set(at)) => Some(at),
+            _ => None,
+        }
     }
 
     /// `applyEvent` with a full request object (JSON text).

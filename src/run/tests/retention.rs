@@ -17,7 +17,7 @@ fn terminal_outcome_schedules_cleanup() {
     let Value::Date(Some(completed_ms)) = completed else { panic!() };
     assert_eq!(at(&out, "run.expiredAt"), Some(&Value::date(completed_ms + 1000)));
     assert_eq!(json(at(&out, "run.error").unwrap()), r#"{"code":"USER_ERROR","message":"Unknown error"}"#);
-    assert_eq!(crate::run::take_alarm(), Some(completed_ms + 1000));
+    assert_eq!(h.take_alarm(), Some(completed_ms + 1000));
     let record = Value::parse(h.store.data.get("retention:cleanup").unwrap()).unwrap();
     let want = format!(
         r#"{{"version":1,"runId":"wrun_A","workflowName":"wf","createdAt":{{"__type":"Date","iso":"{}"}},"completedAt":{{"__type":"Date","iso":"{}"}},"terminalStatus":"failed","dueAt":{{"__type":"Date","iso":"{}"}},"queueShards":2,"phase":"retained","attempts":0,"deletedPayloadKeys":0,"deletedStreams":0,"deletedQueueMessages":0}}"#,
@@ -34,7 +34,7 @@ fn no_scheduling_without_retention_or_twice() {
     let mut h = Harness::new();
     retained(&mut h, 0, "1");
     assert!(!h.keys().contains(&"retention:cleanup".to_string()));
-    assert_eq!(crate::run::take_alarm(), None);
+    assert_eq!(h.take_alarm(), None);
     // A repeated cancel carries a terminal run: scheduled once, then left alone.
     let mut h = Harness::new();
     h.create_run();

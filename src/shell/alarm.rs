@@ -1,0 +1,18 @@
+//! Applying a core call's alarm change with the platform's (asynchronous) alarm API, right
+//! after the call's transaction committed.
+
+use js_sys::Date;
+use wasm_bindgen::JsValue;
+use worker::{ScheduledTime, Storage};
+
+use crate::queue::AlarmChange;
+use crate::wire::RpcError;
+
+pub async fn apply_alarm(storage: &Storage, change: Option<AlarmChange>) -> Result<(), RpcError> {
+    let result = match change {
+        None => return Ok(()),
+        Some(AlarmChange::Set(at)) => storage.set_alarm(ScheduledTime::new(Date::new(&JsValue::from_f64(at as f64)))).await,
+        Some(AlarmChange::Delete) => storage.delete_alarm().await,
+    };
+    result.map_err(|e| RpcError::error(format!("alarm: {e}")))
+}
