@@ -83,6 +83,40 @@ impl Kick {
     }
 }
 
+/// Marks one delivery of a message as running in this instance while it lives.
+struct LiveGuard {
+    live: Rc<RefCell<HashMap<String, u32>>>,
+    id: String,
+}
+
+impl LiveGuard {
+    fn new(live: &Rc<RefCell<HashMap<String, u32>>>, id: String) -> Self {
+        *live.borrow_mut().entry(id.clone()).or_insert(0) += 1;
+        LiveGuard { live: live.clone(), id }
+    }
+}
+
+impl Drop for LiveGuard {
+    fn drop(&mut self) {
+        let mut live = self.live.borrow_mut();
+        if let Some(n) = live.get_mut(&self.id) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                live.remove(&self.id);
+            }
+        }
+    }
+}
+
+/// Clears a flag when dropped (also when the future holding it is dropped).
+struct ResetOnDrop<'a>(&'a Cell<bool>);
+
+impl Drop for ResetOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.set(false);
+    }
+}
+
 #[durable_object]
 pub struct QueueDO {
     state: State,
@@ -180,24 +214,26 @@ impl QueueDO {
         self.live.borrow().get(id).is_some_and(|n| *n > 0)
     }
 
-    /// One claim transaction.
-    async fn claim_pass(&self, cfg: &Config) -> std::result::Result<Vec<Row>, RpcError> {
+    /// One claim transaction. Each claimed row comes with the guard that marks its
+    /// delivery as running in this instance until it is dropped.
+    async fn claim_pass(&self, cfg: &Config) -> std::result::Result<Vec<(Row, LiveGuard)>, RpcError> {
         let storage = self.state.storage();
         let mut alarm = Alarm::unknown();
         let now = now_ms();
         let rows = in_transaction(&storage, |s| claim(s, now, cfg, &mut alarm, &|id| self.is_live(id)))?;
-        {
-            let mut live = self.live.borrow_mut();
-            for row in &rows {
-                *live.entry(row.id()).or_insert(0) += 1;
-            }
+        let claimed = rows.into_iter().map(|row| {
+            let guard = LiveGuard::new(&self.live, row.id());
+            (row, guard)
+        });
+        let claimed: Vec<(Row, LiveGuard)> = claimed.collect();
+        if let Err(e) = self.apply_alarm(&alarm).await {
+            log_error("alarm after claim", &e);
         }
-        self.apply_alarm(&alarm).await?;
-        Ok(rows)
+        Ok(claimed)
     }
 
     /// Deliver one claimed message and settle the outcome.
-    async fn deliver(&self, row: Row, cfg: Rc<Config>) {
+    async fn deliver(&self, row: Row, guard: LiveGuard, cfg: Rc<Config>) {
         let request = build_request(&row, &cfg);
         let outcome = send(&request, cfg.queue_delivery_timeout_ms).await;
         let action = classify(&outcome);
@@ -210,17 +246,10 @@ impl QueueDO {
                     log_error("alarm after delivery", &e);
                 }
             }
-            // The message stays in flight; the deadline sweep redelivers it.
+            // The message stays in flight; the next claim (or its deadline) recovers it.
             Err(e) => log_error("settle", &e),
         }
-        let id = row.id();
-        let mut live = self.live.borrow_mut();
-        if let Some(n) = live.get_mut(&id) {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                live.remove(&id);
-            }
-        }
+        drop(guard);
     }
 
     async fn run_loop(&self) -> Result<Response> {
@@ -232,8 +261,8 @@ impl QueueDO {
             if now_ms().saturating_sub(started) < CLAIM_BUDGET_MS {
                 match self.claim_pass(&cfg).await {
                     Ok(rows) => {
-                        for row in rows {
-                            running.push(Box::pin(self.deliver(row, cfg.clone())));
+                        for (row, guard) in rows {
+                            running.push(Box::pin(self.deliver(row, guard, cfg.clone())));
                         }
                     }
                     // Storage failure in the first claim: let the platform retry the alarm.
@@ -365,8 +394,7 @@ impl DurableObject for QueueDO {
         }
         self.recovered.set(true);
         self.looping.set(true);
-        let result = self.run_loop().await;
-        self.looping.set(false);
-        result
+        let _looping = ResetOnDrop(&self.looping);
+        self.run_loop().await
     }
 }
