@@ -56,8 +56,13 @@ extern "C" {
     #[wasm_bindgen(js_name = fetch, catch)]
     fn global_fetch(input: &str, init: &Object) -> std::result::Result<js_sys::Promise, JsValue>;
     /// JavaScript `String(value)`.
-    #[wasm_bindgen(js_name = String)]
-    fn js_string(value: &JsValue) -> js_sys::JsString;
+    #[wasm_bindgen(js_name = String, catch)]
+    fn js_string_raw(value: &JsValue) -> std::result::Result<js_sys::JsString, JsValue>;
+}
+
+/// `String(error)` for a thrown value (never throws itself).
+fn error_text(value: &JsValue) -> String {
+    js_string_raw(value).map(String::from).unwrap_or_else(|_| "Error".to_string())
 }
 
 /// Wakes a running alarm loop (an RPC armed the alarm earlier than it planned for).
@@ -311,7 +316,7 @@ impl QueueDO {
 async fn send(request: &OutboundRequest, timeout_ms: u64) -> Outcome {
     let controller = match web_sys::AbortController::new() {
         Ok(c) => c,
-        Err(e) => return Outcome::Transport(js_string(&e).into()),
+        Err(e) => return Outcome::Transport(error_text(&e)),
     };
     let exchange = exchange(request, controller.signal());
     let timer = worker::Delay::from(Duration::from_millis(timeout_ms.min(MAX_TIMER_MS)));
@@ -326,7 +331,7 @@ async fn send(request: &OutboundRequest, timeout_ms: u64) -> Outcome {
 }
 
 async fn exchange(request: &OutboundRequest, signal: web_sys::AbortSignal) -> Outcome {
-    let transport = |e: JsValue| Outcome::Transport(js_string(&e).into());
+    let transport = |e: JsValue| Outcome::Transport(error_text(&e));
     let init = Object::new();
     let headers = Object::new();
     let mut set = Ok(true);
