@@ -5,6 +5,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { startWorker } from "./lib/harness.mjs";
+import { ms13, worldClient } from "./lib/world-client.mjs";
 
 let w;
 before(async () => {
@@ -16,53 +17,9 @@ after(async () => {
 
 const runs = (runId, method, args = []) => w.rpc("runs", runId, method, args);
 const ix = (method, args = []) => w.rpc("index", "index", method, args);
-const ms13 = (d) => String(d.getTime()).padStart(13, "0");
 const bytes = (...b) => new Uint8Array(b);
 const slot = (n) => `evnt_${String(n).padStart(26, "0")}`;
-
-/** The shared codec the client uses for serialized hooks: Dates as ISO strings. */
-const shared = (v) => JSON.stringify(v, (k, x) => (x instanceof Uint8Array ? { __type: "Uint8Array", data: Buffer.from(x).toString("base64") } : x));
-
-/** events.create as the reference client performs it (client.md §3). */
-async function create(runId, data, params) {
-  const owner = { runId, hookId: data.correlationId };
-  let tokenHolder;
-  if (data.eventType === "hook_created") {
-    const claim = await ix("reserveHookToken", [data.eventData.token, owner]);
-    tokenHolder = claim.claimed ? null : claim.holder;
-  }
-  const request = { runId, data, params, cleanup: { retentionMs: 0, queueShards: 1 } };
-  if (data.eventType === "hook_created") request.tokenHolder = tokenHolder;
-  const raw = await w.rpc.raw("runs", runId, "applyEvent", [request]);
-  if (raw.status !== 200 || !raw.value.ok) {
-    if (data.eventType === "hook_created") await ix("releaseHookToken", [data.eventData.token, owner]);
-    if (raw.status !== 200) {
-      const err = new Error(raw.value?.error?.message ?? raw.text);
-      err.name = raw.value?.error?.name ?? "Error";
-      err.status = raw.status;
-      throw err;
-    }
-    return raw.value;
-  }
-  const out = raw.value;
-  if (out.run) {
-    const meta = JSON.stringify({ runId, createdAt: out.run.createdAt.toISOString(), status: out.run.status });
-    await ix("putOwned", [runId, `run:${out.run.workflowName}:${ms13(out.run.createdAt)}:${runId}`, meta]);
-    await ix("putOwned", [runId, `runall:${ms13(out.run.createdAt)}:${runId}`, meta]);
-  }
-  if (out.hookToIndex) {
-    const hook = out.hookToIndex;
-    await ix("finalizeHookIndexes", [hook.token, hook.hookId, shared(hook), { runId: hook.runId, hookId: hook.hookId }]);
-  } else if (data.eventType === "hook_created") {
-    await ix("releaseHookToken", [data.eventData.token, owner]);
-  }
-  for (const r of out.releasedHooks) await ix("deleteHookIndexes", [r.token, r.hookId, { runId, hookId: r.hookId }]);
-  if (out.event?.correlationId) {
-    const key = `correlation:${encodeURIComponent(out.event.correlationId)}:${ms13(out.event.createdAt)}:${out.event.eventId}:${runId}`;
-    await ix("putOwned", [runId, key, JSON.stringify({ runId, eventId: out.event.eventId })]);
-  }
-  return out;
-}
+const create = (runId, data, params) => worldClient(w.rpc).createEvent(runId, data, params);
 
 const runCreated = (workflowName = "wf", input = bytes(1, 2, 3)) => ({
   eventType: "run_created",
