@@ -1,3 +1,35 @@
 #!/usr/bin/env node
-// npm run bench: benchmarks against the built worker (placeholder; workloads come later).
-console.log("no benchmarks yet");
+// npm run bench: benchmarks against the built worker (build/index.js) on Miniflare.
+//
+//   node scripts/bench.mjs                  every workload
+//   node scripts/bench.mjs queue events     selected workloads
+//
+// Each workload gets a fresh worker with the default variables (QUEUE_MAX_INFLIGHT 5,
+// QUEUE_MAX_ATTEMPTS 5, ...) and prints its own figures. Needs `npm run build` first.
+
+import { startWorker } from "../tests/lib/harness.mjs";
+import { eventsWorkload } from "./bench/events.mjs";
+import { queueWorkload } from "./bench/queue.mjs";
+import { streamsWorkload } from "./bench/streams.mjs";
+
+const WORKLOADS = { events: eventsWorkload, streams: streamsWorkload, queue: queueWorkload };
+
+const wanted = process.argv.slice(2);
+const unknown = wanted.filter((w) => !(w in WORKLOADS));
+if (unknown.length) {
+  console.error(`unknown workload(s): ${unknown.join(", ")} (have: ${Object.keys(WORKLOADS).join(", ")})`);
+  process.exit(2);
+}
+let failed = 0;
+for (const name of wanted.length ? wanted : Object.keys(WORKLOADS)) {
+  const worker = await startWorker({ vars: { WORLD_SECRET: "bench-secret" } });
+  try {
+    for (const line of await WORKLOADS[name](worker)) console.log(line);
+  } catch (err) {
+    failed++;
+    console.error(`${name}: FAILED: ${err?.stack || err}`);
+  } finally {
+    await worker.dispose();
+  }
+}
+process.exit(failed ? 1 : 0);
