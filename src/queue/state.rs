@@ -219,6 +219,11 @@ impl Alarm {
     pub fn new(current: Option<i64>) -> Self {
         Alarm { initial: current, current, touched: false, known: true }
     }
+    /// The alarm as read before the call, but any decision is written even when it
+    /// equals that value (`rearmAlarm`, the recovery hatch, always re-writes).
+    pub fn forced(current: Option<i64>) -> Self {
+        Alarm { initial: current, current, touched: false, known: false }
+    }
     /// For calls that only write the alarm (claim, settle): the current value is not
     /// read, and whatever they decide is always applied.
     pub fn unknown() -> Self {
@@ -327,6 +332,10 @@ mod tests {
         let mut n = Alarm::new(None);
         n.delete();
         assert_eq!(n.change(), None);
+        let mut f = Alarm::forced(Some(7));
+        assert_eq!(f.change(), None);
+        f.set(7);
+        assert_eq!(f.change(), Some(AlarmChange::Set(7)));
     }
 
     #[test]

@@ -198,7 +198,11 @@ impl QueueDO {
         } else {
             None
         };
-        let mut alarm = if queue::reads_alarm(&call.method) { Alarm::new(current) } else { Alarm::unknown() };
+        let mut alarm = match call.method.as_str() {
+            "rearmAlarm" => Alarm::forced(current),
+            m if queue::reads_alarm(m) => Alarm::new(current),
+            _ => Alarm::unknown(),
+        };
         let ctx = Ctx { now: now_ms(), name: &call.name, config: &cfg };
         let result = in_transaction(&storage, |store| queue::call(store, &ctx, &mut alarm, &call.method, Args(&call.args)));
         let result = match result {
@@ -208,7 +212,9 @@ impl QueueDO {
             },
             Err(e) => Err(e),
         };
-        if alarm.change().is_some() && self.looping.get() {
+        // A running alarm loop re-claims and recomputes the alarm from storage: it picks up
+        // new work at once and corrects any alarm this call derived from a stale read.
+        if self.looping.get() && result.is_ok() && matches!(call.method.as_str(), "enqueue" | "redriveDeadLetter" | "rearmAlarm" | "expireRun") {
             self.kick.fire();
         }
         let (status, body) = answer(result);
