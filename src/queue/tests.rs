@@ -708,3 +708,71 @@ fn huge_timeouts_do_not_overflow() {
     let gaps: Vec<i64> = sim.sent.windows(2).map(|w| w[1].0 - w[0].0).take(7).collect();
     assert_eq!(gaps, [2_000, 4_000, 8_000, 16_000, 32_000, 60_000, 60_000]);
 }
+
+/// Deterministic hostile inputs: every method with every combination of odd arguments,
+/// and odd delivery outcomes, must answer (Ok or a thrown error), never panic, and keep
+/// storage decodable.
+#[test]
+fn hostile_arguments_never_panic() {
+    let odd = || {
+        vec![
+            Value::Null,
+            Value::Bool(true),
+            Value::num(-1.0),
+            Value::num(0.5),
+            Value::num(1e308),
+            Value::num(-1e308),
+            Value::str(""),
+            Value::str("due:"),
+            Value::str("\u{0}\u{FFFF}"),
+            Value::Array(vec![Value::Null, Value::Array(vec![])]),
+            Value::Date(None),
+            Value::Date(Some(-8_640_000_000_000_000)),
+            Value::Bytes(vec![]),
+            Value::object([("limit", Value::num(-0.5)), ("cursor", Value::num(3.0))]),
+            Value::object([("limit", Value::Bool(true)), ("cursor", Value::Array(vec![]))]),
+            Value::object([("limit", Value::num(f64::MAX))]),
+        ]
+    };
+    let mut requests = vec![request("ok")];
+    for (i, v) in odd().into_iter().enumerate() {
+        for member in ["messageId", "queueName", "pathname", "body", "runId", "idempotencyKey", "delaySeconds", "config"] {
+            requests.push(with(request(&format!("m{i}")), member, v.clone()));
+        }
+        let cfg = Value::object([("targetBaseUrl", v.clone()), ("queueShards", Value::num(1.0))]);
+        requests.push(with(request(&format!("c{i}")), "config", cfg));
+    }
+    requests.extend(odd());
+    let methods = ["enqueue", "stats", "listDeadLetters", "redriveDeadLetter", "purgeDeadLetters", "rearmAlarm", "expireRun", "constructor", ""];
+    let outcomes = [
+        ok(),
+        status(0),
+        status(u16::MAX),
+        busy(""),
+        busy("{\"timeoutSeconds\":1e308}"),
+        busy("{\"timeoutSeconds\":-1e308}"),
+        busy(&"[".repeat(10_000)),
+        Outcome::Transport(String::new()),
+    ];
+    let mut sim = Sim::new();
+    sim.config.queue_max_attempts = 2;
+    for (n, req) in requests.iter().enumerate() {
+        let _ = sim.rpc("enqueue", vec![req.clone()]);
+        for m in methods {
+            for a in odd() {
+                let _ = sim.rpc(m, vec![a.clone(), a]);
+            }
+        }
+        sim.now += 1;
+        sim.alarm = Some(sim.now);
+        let mut k = n;
+        sim.run_until(sim.now + 120_000, &mut |_| {
+            k += 1;
+            outcomes[k % outcomes.len()].clone()
+        });
+    }
+    // Everything stored still decodes.
+    for (key, text) in sim.store.data.clone() {
+        assert!(Value::parse(&text).is_ok(), "{key}");
+    }
+}
