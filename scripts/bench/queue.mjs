@@ -42,6 +42,7 @@ export async function queueWorkload(worker, { messages = MESSAGES } = {}) {
       if (!out || out.ok !== true || out.messageId !== id) throw new Error(`enqueue ${id}: ${JSON.stringify(out)}`);
     });
     const enqueueS = (performance.now() - started) / 1000;
+    const enqueueEndWall = Date.now();
     const successes = () => target.deliveries.filter((d) => d.status === 200);
     const allIn = await target.waitUntil(() => new Set(successes().map((d) => d.id)).size >= messages, 300_000);
     const deliveredS = (performance.now() - started) / 1000;
@@ -63,9 +64,13 @@ export async function queueWorkload(worker, { messages = MESSAGES } = {}) {
     const dead = stats.reduce((n, s) => n + s.deadLetters, 0);
     const drained = stats.every((s) => s.pending === 0 && s.inflight === 0);
     const busy = target.deliveries.filter((d) => d.status === 503).length;
+    // Delivery rate once the producers are done (no enqueue traffic competing).
+    const tail = ok.filter((d) => d.at >= enqueueEndWall);
+    const lastAt = Math.max(...ok.map((d) => d.at));
+    const drainRate = tail.length > 0 && lastAt > enqueueEndWall ? (tail.length / ((lastAt - enqueueEndWall) / 1000)).toFixed(0) : "n/a";
     const lines = [
       `queue: enqueued ${messages} x ${BODY_BYTES} B over ${SHARDS} shards (concurrency ${CONCURRENCY}) in ${enqueueS.toFixed(2)} s = ${(messages / enqueueS).toFixed(0)} msg/s`,
-      `queue: all delivered ${deliveredS.toFixed(2)} s after the first enqueue = ${(messages / deliveredS).toFixed(0)} msg/s end to end`,
+      `queue: all delivered ${deliveredS.toFixed(2)} s after the first enqueue = ${(messages / deliveredS).toFixed(0)} msg/s end to end; ${tail.length} delivered after the last enqueue at ${drainRate} msg/s`,
       `queue: delivery latency (enqueue → 2xx arrival) ${latencySummary(latencies)}; without the 503 redeliveries ${latencySummary(plainLatencies)}`,
       `queue: integrity: ${first.size}/${messages} delivered, ${duplicates} duplicate successes, ${lost} lost, ${busy} answered 503 once, ${dead} dead letters, drained ${drained}`,
     ];
