@@ -298,3 +298,46 @@ test("queue: admin methods on a fresh cell and argument edge cases", { timeout: 
     assert.deepEqual(fenced, { ok: false, code: "RUN_EXPIRED", message: 'Workflow run "wrun_x" has expired' });
   });
 });
+
+test("queue: a delivery that died with the runtime is recovered by the next instance, not at its deadline", { timeout: 60_000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), "celld-queue-orphan-"));
+  let hang = true;
+  // While `hang`, the first delivery never gets an answer (it dies with the runtime).
+  let arrivals = 0;
+  const counting = await startQueueTarget(() => {
+    arrivals++;
+    return hang ? new Promise(() => {}) : { status: 200 };
+  });
+  let w = await startWorker({ persistDir: dir });
+  try {
+    await w.rpc("queue", "q:0", "enqueue", [enqueueRequest("msg_orphan", counting.url, { idempotencyKey: "k-orphan" })]);
+    const deadline = Date.now() + 10_000;
+    while (arrivals === 0 && Date.now() < deadline) await sleep(20);
+    assert.equal(arrivals, 1, "the first delivery reached the target");
+    const s = await w.rpc("queue", "q:0", "stats");
+    assert.equal(s.inflight, 1);
+    assert.ok(s.alarmAt > Date.now() + 300_000, "armed at the in-flight deadline (timeout + 30 s)");
+  } finally {
+    await w.dispose();
+  }
+  hang = false;
+  w = await startWorker({ persistDir: dir });
+  try {
+    // Any call wakes the fresh instance; it finds the orphaned claim and re-arms at once.
+    const s = await w.rpc("queue", "q:0", "stats");
+    assert.equal(s.inflight, 1);
+    assert.ok(await counting.waitUntil(() => counting.deliveries.some((d) => d.status === 200), 10_000), "redelivered promptly");
+    const again = counting.deliveries.find((d) => d.status === 200);
+    assert.equal(again.id, "msg_orphan");
+    assert.equal(again.attempt, "1");
+    await sleep(200);
+    assert.deepEqual(await w.rpc("queue", "q:0", "stats"), { pending: 0, inflight: 0, deadLetters: 0, alarmAt: null });
+    // The dedup claim was released by the ack.
+    const fresh = await w.rpc("queue", "q:0", "enqueue", [enqueueRequest("msg_orphan_2", counting.url, { idempotencyKey: "k-orphan" })]);
+    assert.equal(fresh.deduped, false);
+  } finally {
+    await w.dispose();
+    await counting.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
