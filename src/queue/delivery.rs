@@ -25,6 +25,18 @@ pub fn claim(
     alarm: &mut Alarm,
     is_live: &dyn Fn(&str) -> bool,
 ) -> Result<Vec<Row>, RpcError> {
+    claim_at_most(store, now, config, alarm, is_live, usize::MAX)
+}
+
+/// [`claim`], taking at most `limit` messages (the shell's per-invocation budget).
+pub fn claim_at_most(
+    store: &mut dyn Store,
+    now: i64,
+    config: &Config,
+    alarm: &mut Alarm,
+    is_live: &dyn Fn(&str) -> bool,
+    limit: usize,
+) -> Result<Vec<Row>, RpcError> {
     let max_inflight = config.queue_max_inflight as usize;
     let mut inflight_count = 0usize;
     for (key, text) in store.list(&ListOptions::prefix(INFLIGHT_PREFIX))? {
@@ -44,8 +56,8 @@ pub fn claim(
     }
 
     let mut rows = Vec::new();
-    if inflight_count < max_inflight {
-        let room = max_inflight - inflight_count;
+    if inflight_count < max_inflight && limit > 0 {
+        let room = (max_inflight - inflight_count).min(limit);
         let end = format!("{DUE_PREFIX}{}", pad(now.saturating_add(1)));
         let due = store.list(&ListOptions::prefix(DUE_PREFIX).end(end).limit(room))?;
         let deadline = now as f64 + config.queue_delivery_timeout_ms as f64 + INFLIGHT_GRACE_MS as f64;

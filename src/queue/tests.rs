@@ -644,6 +644,24 @@ fn at_most_max_inflight_per_pass() {
 }
 
 #[test]
+fn claim_budget_limits_a_pass() {
+    let mut sim = Sim::new();
+    for i in 0..4 {
+        sim.enqueue(request(&format!("m{i}")));
+    }
+    sim.now += 1;
+    let config = sim.config.clone();
+    let now = sim.now;
+    let mut alarm = Alarm::unknown();
+    let rows = sim.store.transaction(|s| delivery::claim_at_most(s, now, &config, &mut alarm, &|_| true, 3)).unwrap();
+    assert_eq!(rows.len(), 3);
+    assert_eq!(alarm.get(), Some(now + 1)); // the fourth is still due
+    let rows = sim.store.transaction(|s| delivery::claim_at_most(s, now, &config, &mut alarm, &|_| true, 0)).unwrap();
+    assert!(rows.is_empty());
+    assert_eq!(sim.stats().0, 1.0);
+}
+
+#[test]
 fn settle_of_a_message_claimed_twice_is_harmless() {
     // Replay of an enqueue without key: two due entries, both claimed.
     let mut sim = Sim::new();

@@ -9,9 +9,10 @@
 //!   concurrently, each settled in its own transaction as it finishes ([`settle`]). The
 //!   handler awaits its deliveries (the object stays alive until they settle) and, while
 //!   any are running, keeps claiming: whenever a delivery settles, when an RPC arms the
-//!   alarm earlier (an enqueue), and when the next due time arrives. It returns once
-//!   nothing is in flight; every transition has re-armed the alarm to the next due time or
-//!   in-flight deadline, so work survives eviction and restarts.
+//!   alarm earlier (an enqueue), and when the next due time arrives, up to a per-invocation
+//!   delivery budget (subrequest limits). It returns once nothing is in flight; every
+//!   transition has re-armed the alarm to the next due time or in-flight deadline, so work
+//!   survives eviction and restarts.
 //! * Deliveries of a previous instance (the process died mid-delivery) leave `inflight:`
 //!   entries that this instance does not own; the claim puts them back on the schedule at
 //!   once (see [`claim`]'s `is_live`).
@@ -37,7 +38,7 @@ use super::kv::in_transaction;
 use super::serve::{decode, json, now_ms};
 use crate::config::Config;
 use crate::hop::{answer, Args, Ctx};
-use crate::queue::delivery::{build_request, claim, classify, needs_body, settle, Body, OutboundRequest, Outcome};
+use crate::queue::delivery::{build_request, claim_at_most, classify, needs_body, settle, Body, OutboundRequest, Outcome};
 use crate::queue::state::INFLIGHT_PREFIX;
 use crate::queue::{self, Alarm, AlarmChange, Row};
 use crate::store::ListOptions;
@@ -50,6 +51,11 @@ const MAX_IDLE_WAIT_MS: i64 = 30_000;
 /// Stop claiming new work in one alarm invocation after this long (alarm handlers have a
 /// wall-clock limit); what is left is picked up by the next alarm.
 const CLAIM_BUDGET_MS: i64 = 5 * 60 * 1000;
+/// At most this many deliveries (outbound subrequests) per alarm invocation: the platform
+/// limits subrequests per invocation (50 on the Workers Free plan). When the budget is
+/// spent the loop finishes its running deliveries and returns; the alarm, armed for the
+/// remaining due work, starts a fresh invocation.
+const MAX_DELIVERIES_PER_ALARM: usize = 48;
 
 #[wasm_bindgen]
 extern "C" {
@@ -227,11 +233,11 @@ impl QueueDO {
 
     /// One claim transaction. Each claimed row comes with the guard that marks its
     /// delivery as running in this instance until it is dropped.
-    async fn claim_pass(&self, cfg: &Config) -> std::result::Result<Vec<(Row, LiveGuard)>, RpcError> {
+    async fn claim_pass(&self, cfg: &Config, limit: usize) -> std::result::Result<Vec<(Row, LiveGuard)>, RpcError> {
         let storage = self.state.storage();
         let mut alarm = Alarm::unknown();
         let now = now_ms();
-        let rows = in_transaction(&storage, |s| claim(s, now, cfg, &mut alarm, &|id| self.is_live(id)))?;
+        let rows = in_transaction(&storage, |s| claim_at_most(s, now, cfg, &mut alarm, &|id| self.is_live(id), limit))?;
         let claimed = rows.into_iter().map(|row| {
             let guard = LiveGuard::new(&self.live, row.id());
             (row, guard)
@@ -268,10 +274,13 @@ impl QueueDO {
         let started = now_ms();
         let mut running: FuturesUnordered<Pin<Box<dyn Future<Output = ()> + '_>>> = FuturesUnordered::new();
         let mut first = true;
+        let mut delivered = 0usize;
         loop {
-            if now_ms().saturating_sub(started) < CLAIM_BUDGET_MS {
-                match self.claim_pass(&cfg).await {
+            let can_claim = now_ms().saturating_sub(started) < CLAIM_BUDGET_MS && delivered < MAX_DELIVERIES_PER_ALARM;
+            if can_claim {
+                match self.claim_pass(&cfg, MAX_DELIVERIES_PER_ALARM - delivered).await {
                     Ok(rows) => {
+                        delivered += rows.len();
                         for (row, guard) in rows {
                             running.push(Box::pin(self.deliver(row, guard, cfg.clone())));
                         }
@@ -290,7 +299,7 @@ impl QueueDO {
             }
             // Wait for a delivery to settle, a kick, or (when a slot is free) the next
             // planned wake-up. With every slot busy only a settled delivery frees room.
-            let full = running.len() >= cfg.queue_max_inflight as usize;
+            let full = !can_claim || running.len() >= cfg.queue_max_inflight as usize;
             let wait_ms = match self.planned.get() {
                 Some(at) => at.saturating_sub(now_ms()).clamp(1, MAX_IDLE_WAIT_MS),
                 None => MAX_IDLE_WAIT_MS,
