@@ -9,6 +9,27 @@
 //! * The alarm loop is split into pure steps in [`delivery`]: [`delivery::claim`],
 //!   [`delivery::build_request`], [`delivery::classify`], [`delivery::settle`], so the
 //!   shell only does I/O (fetch, timers, the alarm API).
+//!
+//! ## Where this differs from the reference (none of it is visible in the golden files)
+//!
+//! * **Alarm writes** happen right after the KV transaction commits instead of inside it
+//!   (the platform's alarm API is not part of `transactionSync`). Every core call reports
+//!   the alarm it wants; the shell issues it before anything else can run.
+//! * **Pipelined alarm loop**: one alarm invocation keeps claiming while its deliveries run
+//!   (a settled delivery frees a slot at once), up to 48 deliveries per invocation; the
+//!   reference delivers one batch of `QUEUE_MAX_INFLIGHT` per alarm. Caps and schedule
+//!   semantics are unchanged.
+//! * **Orphaned claims**: an `inflight:` entry whose delivery is not running in the current
+//!   instance (the previous instance died) is put back on the schedule at the next claim,
+//!   and a fresh instance's first call arms the alarm when such entries exist. The
+//!   reference waits for the deadline (timeout + 30 s), and until then the stale entries
+//!   also block the cell's delivery slots.
+//! * **Absurd times** are clamped to 9 999 999 999 999 ms (year 2286) so key order stays
+//!   time order; a non-numeric `delaySeconds` counts as 0 (the reference builds `NaN`
+//!   keys and may throw). A 503 body whose number overflows f64 (`1e400`) is not numeric
+//!   here (JavaScript would redeliver immediately with `Infinity`).
+//! * Dates given where the reference interpolates strings render as ISO text, not
+//!   `Date.prototype.toString()` (only reachable with hand-made requests).
 
 pub mod delivery;
 pub mod js;
