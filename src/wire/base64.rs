@@ -5,38 +5,60 @@
 const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 pub fn encode(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        let sym = |shift: u32| char::from(ALPHABET[((n >> shift) & 63) as usize]);
-        out.push(sym(18));
-        out.push(sym(12));
-        out.push(if chunk.len() > 1 { sym(6) } else { '=' });
-        out.push(if chunk.len() > 2 { sym(0) } else { '=' });
+    let mut out = Vec::with_capacity(bytes.len().div_ceil(3) * 4);
+    let sym = |n: u32, shift: u32| ALPHABET[((n >> shift) & 63) as usize];
+    let mut chunks = bytes.chunks_exact(3);
+    for c in &mut chunks {
+        let n = (u32::from(c[0]) << 16) | (u32::from(c[1]) << 8) | u32::from(c[2]);
+        out.extend_from_slice(&[sym(n, 18), sym(n, 12), sym(n, 6), sym(n, 0)]);
     }
-    out
+    match *chunks.remainder() {
+        [a] => {
+            let n = u32::from(a) << 16;
+            out.extend_from_slice(&[sym(n, 18), sym(n, 12), b'=', b'=']);
+        }
+        [a, b] => {
+            let n = (u32::from(a) << 16) | (u32::from(b) << 8);
+            out.extend_from_slice(&[sym(n, 18), sym(n, 12), sym(n, 6), b'=']);
+        }
+        _ => {}
+    }
+    // Only alphabet bytes were pushed.
+    String::from_utf8(out).unwrap_or_default()
 }
 
-fn sextet(c: u8) -> Option<u32> {
-    Some(match c {
-        b'A'..=b'Z' => c - b'A',
-        b'a'..=b'z' => c - b'a' + 26,
-        b'0'..=b'9' => c - b'0' + 52,
-        b'+' => 62,
-        b'/' => 63,
-        _ => return None,
-    } as u32)
+/// Sextet value of each byte; `INVALID` outside the alphabet.
+const INVALID: u8 = 0xFF;
+const DECODE: [u8; 256] = {
+    let mut t = [INVALID; 256];
+    let mut i = 0;
+    while i < 64 {
+        t[ALPHABET[i] as usize] = i as u8;
+        i += 1;
+    }
+    t
+};
+
+fn is_ascii_whitespace(c: u8) -> bool {
+    matches!(c, b'\t' | b'\n' | b'\x0c' | b'\r' | b' ')
 }
 
 /// `atob`-compatible decoding; `None` when the text is not base64.
 pub fn decode(text: &str) -> Option<Vec<u8>> {
-    let mut data: Vec<u8> =
-        text.bytes().filter(|c| !matches!(c, b'\t' | b'\n' | b'\x0c' | b'\r' | b' ')).collect();
-    if data.len() % 4 == 0 {
+    let raw = text.as_bytes();
+    // Canonical input (the usual case) is decoded in place; anything with whitespace is
+    // compacted first.
+    let compacted: Vec<u8>;
+    let mut data: &[u8] = if raw.iter().any(|&c| is_ascii_whitespace(c)) {
+        compacted = raw.iter().copied().filter(|&c| !is_ascii_whitespace(c)).collect();
+        &compacted
+    } else {
+        raw
+    };
+    if data.len().is_multiple_of(4) {
         for _ in 0..2 {
-            if data.last() == Some(&b'=') {
-                data.pop();
+            if let [rest @ .., b'='] = data {
+                data = rest;
             }
         }
     }
@@ -44,16 +66,28 @@ pub fn decode(text: &str) -> Option<Vec<u8>> {
         return None;
     }
     let mut out = Vec::with_capacity(data.len() / 4 * 3 + 2);
-    let mut acc = 0u32;
-    let mut bits = 0u32;
-    for c in data {
-        acc = (acc << 6) | sextet(c)?;
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-            acc &= (1 << bits) - 1;
+    let mut quads = data.chunks_exact(4);
+    for q in &mut quads {
+        let (a, b, c, d) = (DECODE[q[0] as usize], DECODE[q[1] as usize], DECODE[q[2] as usize], DECODE[q[3] as usize]);
+        if (a | b | c | d) == INVALID || a > 63 || b > 63 || c > 63 || d > 63 {
+            return None;
         }
+        let n = (u32::from(a) << 18) | (u32::from(b) << 12) | (u32::from(c) << 6) | u32::from(d);
+        out.extend_from_slice(&[(n >> 16) as u8, (n >> 8) as u8, n as u8]);
+    }
+    let rest = quads.remainder();
+    let mut acc = 0u32;
+    for &c in rest {
+        let v = DECODE[c as usize];
+        if v > 63 {
+            return None;
+        }
+        acc = (acc << 6) | u32::from(v);
+    }
+    match rest.len() {
+        2 => out.push((acc >> 4) as u8),
+        3 => out.extend_from_slice(&[(acc >> 10) as u8, (acc >> 2) as u8]),
+        _ => {}
     }
     Some(out)
 }
@@ -74,6 +108,25 @@ mod tests {
         assert_eq!(decode("AQ==").unwrap(), vec![1]);
         assert_eq!(decode(" AQ\nID ").unwrap(), vec![1, 2, 3]);
         assert_eq!(decode("").unwrap(), Vec::<u8>::new());
+    }
+
+    #[test]
+    fn roundtrips_every_length_with_and_without_padding_or_whitespace() {
+        let mut seed = 0x1234_5678u32;
+        for len in 0usize..200 {
+            let bytes: Vec<u8> = (0..len)
+                .map(|_| {
+                    seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                    (seed >> 16) as u8
+                })
+                .collect();
+            let text = encode(&bytes);
+            assert_eq!(text.len(), len.div_ceil(3) * 4);
+            assert_eq!(decode(&text).unwrap(), bytes);
+            assert_eq!(decode(text.trim_end_matches('=')).unwrap(), bytes);
+            let spaced: String = text.chars().flat_map(|c| [c, ' ']).collect();
+            assert_eq!(decode(&spaced).unwrap(), bytes);
+        }
     }
 
     #[test]

@@ -30,8 +30,8 @@ pub fn get_status(store: &mut dyn Store) -> Result<Value, RpcError> {
 /// `scheduleCleanup({retentionMs, queueShards})`: explicit backfill for a terminal run.
 pub fn schedule(store: &mut dyn Store, now: i64, args: &CleanupArgs, alarm: &mut Alarm) -> Result<Value, RpcError> {
     let existing = Record::load(store, keys::RETENTION_CLEANUP)?;
-    // `retentionMs` that is not a positive number schedules nothing.
-    if !(args.retention_ms > 0.0) {
+    // `retentionMs` that is not a positive number (NaN included) schedules nothing.
+    if args.retention_ms.is_nan() || args.retention_ms <= 0.0 {
         return Ok(existing.map_or(Value::Null, Record::into_value));
     }
     if let Some(record) = existing {
