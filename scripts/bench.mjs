@@ -3,6 +3,9 @@
 //
 //   node scripts/bench.mjs                  every workload
 //   node scripts/bench.mjs queue events     selected workloads
+//   node scripts/bench.mjs --fetch ...      drive the worker with fetch instead of
+//                                           node:http keep-alive (adds ~1 ms of client
+//                                           CPU per request on Node 20)
 //
 // Each workload gets a fresh worker with the default variables (QUEUE_MAX_INFLIGHT 5,
 // QUEUE_MAX_ATTEMPTS 5, ...) and prints its own figures. Needs `npm run build` first.
@@ -14,7 +17,10 @@ import { streamsWorkload } from "./bench/streams.mjs";
 
 const WORKLOADS = { events: eventsWorkload, streams: streamsWorkload, queue: queueWorkload };
 
-const wanted = process.argv.slice(2);
+const args = process.argv.slice(2);
+const transport = args.includes("--fetch") ? "fetch" : "http";
+const wanted = args.filter((a) => a !== "--fetch");
+console.log(`# client transport: ${transport === "http" ? "node:http keep-alive" : "fetch"}`);
 const unknown = wanted.filter((w) => !(w in WORKLOADS));
 if (unknown.length) {
   console.error(`unknown workload(s): ${unknown.join(", ")} (have: ${Object.keys(WORKLOADS).join(", ")})`);
@@ -22,7 +28,7 @@ if (unknown.length) {
 }
 let failed = 0;
 for (const name of wanted.length ? wanted : Object.keys(WORKLOADS)) {
-  const worker = await startWorker({ vars: { WORLD_SECRET: "bench-secret" } });
+  const worker = await startWorker({ vars: { WORLD_SECRET: "bench-secret" }, transport });
   try {
     for (const line of await WORKLOADS[name](worker)) console.log(line);
   } catch (err) {

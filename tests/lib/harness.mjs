@@ -12,12 +12,13 @@
 //   scriptPath        the worker module (default build/index.js)
 //   host, port        listen address (default 127.0.0.1, a free port)
 //   verbose           let Miniflare/workerd log (default: false; also MINIFLARE_VERBOSE=1)
+//   transport         "fetch" (default) or "http" (node:http keep-alive; used by benchmarks)
 
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Log, LogLevel, Miniflare } from "miniflare";
-import { makeRpc } from "./rpc.mjs";
+import { keepAliveAgent, makeRpc } from "./rpc.mjs";
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
 export const SCRIPT_PATH = join(ROOT, "build", "index.js");
@@ -56,6 +57,7 @@ export async function startWorker(options = {}) {
     host = "127.0.0.1",
     port = 0,
     verbose = process.env.MINIFLARE_VERBOSE === "1",
+    transport = "fetch",
   } = options;
   if (!existsSync(scriptPath)) {
     throw new Error(`${scriptPath} is missing: run \`npm run build\` first`);
@@ -92,7 +94,9 @@ export async function startWorker(options = {}) {
     throw err;
   }
   const secret = vars.WORLD_SECRET ?? null;
-  const target = { url: url.href, secret };
+  // transport "http": node:http with a keep-alive agent instead of fetch (see rpc.mjs).
+  const agent = transport === "http" ? keepAliveAgent() : undefined;
+  const target = { url: url.href, secret, agent };
   return {
     mf,
     url: url.href,
@@ -101,6 +105,7 @@ export async function startWorker(options = {}) {
     secret,
     rpc: makeRpc(target),
     async dispose() {
+      agent?.destroy();
       await mf.dispose();
     },
   };
