@@ -4,6 +4,7 @@
 //! settle, concurrently, and applies each step's [`Alarm`] change.
 
 use crate::config::Config;
+use crate::store::alarm::Alarm;
 use crate::store::{ListOptions, Store};
 use crate::wire::{RpcError, Value};
 

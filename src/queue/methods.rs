@@ -2,6 +2,7 @@
 //! transaction with one clock reading (`ctx.now`).
 
 use crate::hop::{Args, Ctx};
+use crate::store::alarm::Alarm;
 use crate::store::{ListOptions, Store};
 use crate::wire::{Map, RpcError, Value};
 

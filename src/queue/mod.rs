@@ -40,10 +40,11 @@ pub mod state;
 mod tests;
 
 use crate::hop::{Args, Ctx};
+use crate::store::alarm::Alarm;
 use crate::store::Store;
 use crate::wire::{RpcError, Value};
 
-pub use state::{Alarm, AlarmChange, Row};
+pub use state::Row;
 
 pub const CLASS: &str = "QueueDO";
 

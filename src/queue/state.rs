@@ -1,10 +1,11 @@
-//! QueueDO storage layout (queue-do.md §2), the object's alarm as one core call sees it,
-//! and the alarm arithmetic (§6).
+//! QueueDO storage layout (queue-do.md §2) and the alarm arithmetic (§6) on the object's
+//! [`Alarm`].
 //!
 //! Every stored value is the tagged-JSON text of a [`Value`]: message rows keep exactly
 //! the members the producer sent (like the reference's structured clone), so dead-letter
 //! listings echo them back unchanged.
 
+use crate::store::alarm::{Alarm, MAX_ALARM_MS};
 use crate::store::{ListOptions, Store, StoreResult};
 use crate::wire::{Map, RpcError, Value};
 
@@ -21,7 +22,7 @@ pub const PERMANENT_STATUSES: [u16; 4] = [404, 409, 410, 422];
 /// The latest time we schedule anything at: the largest 13-digit epoch ms (year 2286), so
 /// key order stays time order even for absurd delays (the reference's keys would grow
 /// beyond 13 digits and sort wrongly).
-pub const MAX_TIME_MS: i64 = 9_999_999_999_999;
+pub const MAX_TIME_MS: i64 = MAX_ALARM_MS;
 
 pub const CFG_KEY: &str = "cfg";
 pub const MSG_PREFIX: &str = "msg:";
@@ -194,64 +195,7 @@ pub fn release_claim(store: &mut dyn Store, idempotency_key: Option<&Value>, mes
     Ok(())
 }
 
-// ---- alarm --------------------------------------------------------------------------
-
-/// What a core call wants done with the object's alarm after its transaction commits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AlarmChange {
-    Set(i64),
-    Delete,
-}
-
-/// The object's alarm as one core call sees and changes it. The shell reads the current
-/// alarm before the transaction and applies [`Alarm::change`] right after it commits
-/// (nothing when the call failed).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Alarm {
-    initial: Option<i64>,
-    current: Option<i64>,
-    touched: bool,
-    known: bool,
-}
-
-impl Alarm {
-    /// The alarm as read before the call.
-    pub fn new(current: Option<i64>) -> Self {
-        Alarm { initial: current, current, touched: false, known: true }
-    }
-    /// The alarm as read before the call, but any decision is written even when it
-    /// equals that value (`rearmAlarm`, the recovery hatch, always re-writes).
-    pub fn forced(current: Option<i64>) -> Self {
-        Alarm { initial: current, current, touched: false, known: false }
-    }
-    /// For calls that only write the alarm (claim, settle): the current value is not
-    /// read, and whatever they decide is always applied.
-    pub fn unknown() -> Self {
-        Alarm { initial: None, current: None, touched: false, known: false }
-    }
-    pub fn get(&self) -> Option<i64> {
-        self.current
-    }
-    pub fn set(&mut self, at: i64) {
-        self.current = Some(at.clamp(0, MAX_TIME_MS));
-        self.touched = true;
-    }
-    pub fn delete(&mut self) {
-        self.current = None;
-        self.touched = true;
-    }
-    /// The change to apply, if any (a write of the value already in place is skipped,
-    /// except for [`Alarm::unknown`] alarms).
-    pub fn change(&self) -> Option<AlarmChange> {
-        if !self.touched || (self.known && self.initial == self.current) {
-            return None;
-        }
-        Some(match self.current {
-            Some(t) => AlarmChange::Set(t),
-            None => AlarmChange::Delete,
-        })
-    }
-}
+// ---- alarm arithmetic (§6) ---------------------------------------------------------
 
 /// The 13 digits after `due:` as epoch ms (parseInt of the slice).
 fn due_time(key: &str) -> i64 {
@@ -316,26 +260,6 @@ mod tests {
         assert_eq!(backoff_seconds(4.0), 16.0);
         assert_eq!(backoff_seconds(6.0), 60.0);
         assert_eq!(backoff_seconds(1e9), 60.0);
-    }
-
-    #[test]
-    fn alarm_changes() {
-        let mut a = Alarm::new(Some(10));
-        assert_eq!(a.change(), None);
-        a.set(10);
-        assert_eq!(a.change(), None);
-        a.set(11);
-        assert_eq!(a.change(), Some(AlarmChange::Set(11)));
-        let mut u = Alarm::unknown();
-        u.delete();
-        assert_eq!(u.change(), Some(AlarmChange::Delete));
-        let mut n = Alarm::new(None);
-        n.delete();
-        assert_eq!(n.change(), None);
-        let mut f = Alarm::forced(Some(7));
-        assert_eq!(f.change(), None);
-        f.set(7);
-        assert_eq!(f.change(), Some(AlarmChange::Set(7)));
     }
 
     #[test]

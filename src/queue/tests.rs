@@ -4,6 +4,7 @@
 use super::delivery::{build_request, claim, classify, settle, Action, Body, OutboundRequest, Outcome, Settled};
 use super::*;
 use crate::config::Config;
+use crate::store::alarm::AlarmChange;
 use crate::store::{MemoryStore, Store};
 use crate::wire::Value;
 

@@ -27,7 +27,7 @@ pub mod validate;
 mod tests;
 
 use crate::hop::{Args, Ctx};
-use crate::queue::Alarm;
+use crate::store::alarm::Alarm;
 use crate::store::Store;
 use crate::wire::{RpcError, Value};
 

@@ -7,7 +7,7 @@ use super::js::to_js_string;
 use super::keys;
 use super::records::{cleanup_record, is_terminal_run_status, Record};
 use super::validate::{parse_object, schemas};
-use crate::queue::Alarm;
+use crate::store::alarm::Alarm;
 use crate::store::{put_json, Store};
 use crate::wire::{Map, RpcError, Value};
 

@@ -5,7 +5,7 @@ use js_sys::Date;
 use wasm_bindgen::JsValue;
 use worker::{ScheduledTime, Storage};
 
-use crate::queue::AlarmChange;
+use crate::store::alarm::AlarmChange;
 use crate::wire::RpcError;
 
 pub async fn apply_alarm(storage: &Storage, change: Option<AlarmChange>) -> Result<(), RpcError> {

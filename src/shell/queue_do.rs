@@ -40,7 +40,8 @@ use crate::config::Config;
 use crate::hop::{answer, Args, Ctx};
 use crate::queue::delivery::{build_request, claim_at_most, classify, needs_body, settle, Body, OutboundRequest, Outcome};
 use crate::queue::state::INFLIGHT_PREFIX;
-use crate::queue::{self, Alarm, AlarmChange, Row};
+use crate::queue::{self, Row};
+use crate::store::alarm::{Alarm, AlarmChange};
 use crate::store::ListOptions;
 use crate::wire::RpcError;
 

@@ -11,7 +11,7 @@ use super::env::config;
 use super::kv::in_transaction;
 use super::serve::{decode, json, now_ms};
 use crate::hop::{answer, Args, Ctx};
-use crate::queue::Alarm;
+use crate::store::alarm::Alarm;
 use crate::run::cleanup::driver::{self, CleanupHost};
 use crate::run::cleanup::CleanupArgs;
 use crate::store::Store;

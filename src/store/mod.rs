@@ -9,6 +9,7 @@
 //!
 //! Values are JSON text of each core's typed records (see the `records` modules).
 
+pub mod alarm;
 mod memory;
 
 pub use memory::MemoryStore;

@@ -17,7 +17,7 @@ use super::keys;
 use super::records::{is_terminal_run_status, Record};
 use super::retention;
 use crate::hop::Ctx;
-use crate::queue::Alarm;
+use crate::store::alarm::Alarm;
 use crate::store::Store;
 use crate::wire::{Map, RpcError, Value};
 

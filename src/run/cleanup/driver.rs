@@ -9,7 +9,7 @@ use futures_util::future::join_all;
 
 use super::phases::{change_phase, next_step, record_failure, store_deleted_streams, Step};
 use super::record::{CleanupArgs, Phase};
-use crate::queue::Alarm;
+use crate::store::alarm::Alarm;
 use crate::run::keys;
 use crate::run::records::Record;
 use crate::store::Store;

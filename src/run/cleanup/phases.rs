@@ -1,7 +1,7 @@
 //! The cleanup loop's storage steps (retention.md §3–4), each one transaction.
 
 use super::record::Phase;
-use crate::queue::Alarm;
+use crate::store::alarm::Alarm;
 use crate::run::js::to_js_string;
 use crate::run::keys;
 use crate::run::records::Record;

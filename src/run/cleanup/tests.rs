@@ -11,7 +11,7 @@ use super::driver::{cleanup_now, run_and_record, CleanupHost};
 use super::CleanupArgs;
 use crate::config::Config;
 use crate::hop::{Args, Ctx};
-use crate::queue::{Alarm, AlarmChange};
+use crate::store::alarm::{Alarm, AlarmChange};
 use crate::store::{MemoryStore, Store};
 use crate::wire::router::Binding;
 use crate::wire::{RpcError, Value};

@@ -10,7 +10,7 @@ mod runs;
 mod steps;
 mod waits_attrs;
 
-use crate::queue::{Alarm, AlarmChange};
+use crate::store::alarm::{Alarm, AlarmChange};
 use crate::config::Config;
 use crate::hop::{Args, Ctx};
 use crate::store::MemoryStore;

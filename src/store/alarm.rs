@@ -1,0 +1,90 @@
+//! The object's alarm as one core call sees and changes it (QueueDO, RunDO): the shell
+//! reads the current alarm before the call's storage transaction and applies the
+//! [`AlarmChange`] the call reports right after the transaction commits (the platform's
+//! alarm API is not part of `transactionSync`).
+
+/// The latest alarm time a core sets: the largest 13-digit epoch ms (year 2286), so the
+/// queue's 13-digit time keys order like the times they encode.
+pub const MAX_ALARM_MS: i64 = 9_999_999_999_999;
+
+/// What a core call wants done with the object's alarm after its transaction commits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AlarmChange {
+    Set(i64),
+    Delete,
+}
+
+/// The object's alarm as one core call sees and changes it. The shell reads the current
+/// alarm before the transaction and applies [`Alarm::change`] right after it commits
+/// (nothing when the call failed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Alarm {
+    initial: Option<i64>,
+    current: Option<i64>,
+    touched: bool,
+    known: bool,
+}
+
+impl Alarm {
+    /// The alarm as read before the call.
+    pub fn new(current: Option<i64>) -> Self {
+        Alarm { initial: current, current, touched: false, known: true }
+    }
+    /// The alarm as read before the call, but any decision is written even when it
+    /// equals that value (`rearmAlarm`, the recovery hatch, always re-writes).
+    pub fn forced(current: Option<i64>) -> Self {
+        Alarm { initial: current, current, touched: false, known: false }
+    }
+    /// For calls that only write the alarm (claim, settle): the current value is not
+    /// read, and whatever they decide is always applied.
+    pub fn unknown() -> Self {
+        Alarm { initial: None, current: None, touched: false, known: false }
+    }
+    pub fn get(&self) -> Option<i64> {
+        self.current
+    }
+    pub fn set(&mut self, at: i64) {
+        self.current = Some(at.clamp(0, MAX_ALARM_MS));
+        self.touched = true;
+    }
+    pub fn delete(&mut self) {
+        self.current = None;
+        self.touched = true;
+    }
+    /// The change to apply, if any (a write of the value already in place is skipped,
+    /// except for [`Alarm::unknown`] alarms).
+    pub fn change(&self) -> Option<AlarmChange> {
+        if !self.touched || (self.known && self.initial == self.current) {
+            return None;
+        }
+        Some(match self.current {
+            Some(t) => AlarmChange::Set(t),
+            None => AlarmChange::Delete,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn alarm_changes() {
+        let mut a = Alarm::new(Some(10));
+        assert_eq!(a.change(), None);
+        a.set(10);
+        assert_eq!(a.change(), None);
+        a.set(11);
+        assert_eq!(a.change(), Some(AlarmChange::Set(11)));
+        let mut u = Alarm::unknown();
+        u.delete();
+        assert_eq!(u.change(), Some(AlarmChange::Delete));
+        let mut n = Alarm::new(None);
+        n.delete();
+        assert_eq!(n.change(), None);
+        let mut f = Alarm::forced(Some(7));
+        assert_eq!(f.change(), None);
+        f.set(7);
+        assert_eq!(f.change(), Some(AlarmChange::Set(7)));
+    }
+}
