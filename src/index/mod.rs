@@ -11,12 +11,12 @@
 //!   `deleteHookIndexes`;
 //! * [`expiry`] — `expireRun`;
 //! * [`keys`] — key formats; [`records`] — stored values, claims and owner rules;
-//! * [`slot`] — the storage encoding of arbitrary values; [`js`] and [`json_parse`] — the
+//! * [`crate::store::slot`] — the storage encoding of arbitrary values; [`js`] and [`json_parse`] — the
 //!   JavaScript semantics (coercions, `===`, V8 error texts, `JSON.parse`) the reference
 //!   applies to its arguments and stored values.
 //!
 //! Storage keys are exactly the reference's (`index-do.md` §1); values are encoded with
-//! [`slot`] (a one-character tag, then the string, base64 bytes or tagged JSON).
+//! [`crate::store::slot`] (a one-character tag, then the string, base64 bytes or tagged JSON).
 
 pub mod expiry;
 pub mod hooks;
@@ -25,7 +25,6 @@ pub mod json_parse;
 pub mod keys;
 pub mod kv;
 pub mod records;
-pub mod slot;
 
 use crate::hop::{Args, Ctx};
 use crate::store::Store;

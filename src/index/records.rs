@@ -11,7 +11,8 @@
 use crate::store::{Store, StoreResult};
 use crate::wire::{RpcError, Value};
 
-use super::{js, json_parse, slot};
+use super::{js, json_parse};
+use crate::store::slot;
 
 /// Read a stored value (`None` when absent).
 pub fn read(store: &mut dyn Store, key: &str) -> StoreResult<Option<Value>> {

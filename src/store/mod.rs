@@ -11,6 +11,7 @@
 
 pub mod alarm;
 mod memory;
+pub mod slot;
 
 pub use memory::MemoryStore;
 

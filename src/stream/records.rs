@@ -1,7 +1,7 @@
 //! The StreamDO's stored records: the chunk-role [`StreamMeta`] (serde JSON under `meta`)
 //! and chunk values.
 //!
-//! Chunk values use the IndexDO's [`slot`] encoding: a byte array (the normal case) is
+//! Chunk values use the [`slot`] encoding (shared with the IndexDO): a byte array (the normal case) is
 //! `b` + padded base64, so a chunk costs 4/3 of its size plus one character; legacy callers
 //! may write any JSON value (golden `streams` seq 46 writes `[1,2,3]`), kept as tagged JSON
 //! and returned unchanged.
@@ -15,7 +15,7 @@
 
 use serde::{Deserialize, Deserializer, Serialize};
 
-use crate::index::slot;
+use crate::store::slot;
 use crate::store::{get_json, put_json, Store, StoreResult};
 use crate::wire::{RpcError, Value};
 

@@ -3,7 +3,7 @@
 
 use crate::hop::Args;
 use crate::index::js;
-use crate::index::slot;
+use crate::store::slot;
 use crate::store::{ListOptions, Store};
 use crate::wire::{RpcError, Value};
 

@@ -1,5 +1,6 @@
 //! How an arbitrary JavaScript value the reference would keep in storage (structured
-//! clone) is kept in our string-valued [`Store`](crate::store::Store).
+//! clone) is kept in our string-valued [`Store`](crate::store::Store) (IndexDO values,
+//! StreamDO chunks and registry values).
 //!
 //! One leading tag character, then the payload:
 //!
@@ -15,7 +16,7 @@
 //! in the reference (which fails at about 2 MB of raw bytes).
 //!
 //! JavaScript `undefined` is never stored: the platform's `put` refuses it
-//! ([`super::js::put_undefined`]).
+//! ([`crate::index::js::put_undefined`]).
 
 use crate::wire::value::write_string;
 use crate::wire::{base64, RpcError, Value};
