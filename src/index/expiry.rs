@@ -7,7 +7,8 @@ use crate::wire::{RpcError, Value};
 
 use super::hooks::delete_owned;
 use super::records::{owner_value, write};
-use super::{js, keys};
+use super::keys;
+use crate::wire::js;
 
 /// `expireRun({runId, keys, hooks, expiredAt})` → `{deleted}`.
 ///
@@ -54,10 +55,10 @@ fn delete_key(store: &mut dyn Store, key: &Value) -> Result<bool, RpcError> {
         Value::Array(many) => {
             let mut any = false;
             for k in many {
-                any |= store.delete(&js::to_string(Some(k)))?;
+                any |= store.delete(&js::to_js_string(Some(k)))?;
             }
             Ok(any)
         }
-        other => Ok(store.delete(&js::to_string(Some(other)))?),
+        other => Ok(store.delete(&js::to_js_string(Some(other)))?),
     }
 }

@@ -9,7 +9,8 @@ use crate::store::Store;
 use crate::wire::{RpcError, Value};
 
 use super::records::{claim_owner, owner_from_hook, read, same_owner, write, HookClaim};
-use super::{js, keys};
+use super::keys;
+use crate::wire::js;
 
 /// `reserveHookToken(token, owner)` → `{claimed: true}` or `{claimed: false, holder}`.
 ///
@@ -55,13 +56,13 @@ pub fn finalize(store: &mut dyn Store, args: Args) -> Result<Value, RpcError> {
     let token_key = keys::hook(token);
     if let Some(hook) = read(store, &token_key)? {
         if !same_owner(Some(&owner_from_hook(&hook)?), owner)? {
-            return Err(RpcError::error(format!("Hook token {} is owned by another hook", js::to_string(token))));
+            return Err(RpcError::error(format!("Hook token {} is owned by another hook", js::to_js_string(token))));
         }
     }
     let claim = read(store, &claim_key)?;
     if let Some(claim) = &claim {
         if !same_owner(claim_owner(claim)?, owner)? {
-            return Err(RpcError::error(format!("Hook token {} is reserved by another hook", js::to_string(token))));
+            return Err(RpcError::error(format!("Hook token {} is reserved by another hook", js::to_js_string(token))));
         }
     }
     write(store, &token_key, serialized)?;

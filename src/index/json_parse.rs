@@ -14,7 +14,7 @@
 use crate::wire::value::{Map, DATE_KEYS};
 use crate::wire::{base64, date, RpcError, Value};
 
-use super::js;
+use crate::wire::js;
 
 /// V8 provides context only for sources at least this long (2 × 10 + 1 code units).
 const MIN_LENGTH_FOR_CONTEXT: usize = 21;

@@ -1,28 +1,28 @@
 //! IndexDO key formats (`index-do.md` §1). The DO builds keys with template literals, so a
-//! non-string part is converted with JavaScript `String()` ([`js::to_string`]).
+//! non-string part is converted with JavaScript `String()` ([`js::to_js_string`]).
 
 use crate::wire::Value;
 
-use super::js;
+use crate::wire::js;
 
 /// `expired:<runId>` — the per-run fence written by `expireRun`.
 pub fn expired(run_id: Option<&Value>) -> String {
-    format!("expired:{}", js::to_string(run_id))
+    format!("expired:{}", js::to_js_string(run_id))
 }
 
 /// `hook:<token>` — the serialized hook, by token.
 pub fn hook(token: Option<&Value>) -> String {
-    format!("hook:{}", js::to_string(token))
+    format!("hook:{}", js::to_js_string(token))
 }
 
 /// `hookid:<hookId>` — the same serialized hook, by hook id.
 pub fn hook_id(hook_id: Option<&Value>) -> String {
-    format!("hookid:{}", js::to_string(hook_id))
+    format!("hookid:{}", js::to_js_string(hook_id))
 }
 
 /// `hookclaim:<token>` — a reservation `{owner, reservedAt}`.
 pub fn hook_claim(token: Option<&Value>) -> String {
-    format!("hookclaim:{}", js::to_string(token))
+    format!("hookclaim:{}", js::to_js_string(token))
 }
 
 #[cfg(test)]

@@ -2,31 +2,31 @@
 //! `putOwned` and the KV-style ordered `list`.
 
 use crate::hop::Args;
-use crate::store::{ListOptions, Store};
-use crate::wire::{RpcError, Value};
+use crate::store::{js_args, ListOptions, Store};
+use crate::wire::{js, RpcError, Value};
 
+use super::keys;
 use super::records::{read, write};
-use super::{js, keys};
 
 /// Default page size of `list` (not clamped: any positive limit is honoured).
 pub const DEFAULT_LIST_LIMIT: f64 = 1000.0;
 
 /// `get(key)` → the stored value (typed as stored) or `null`.
 pub fn get(store: &mut dyn Store, args: Args) -> Result<Value, RpcError> {
-    let key = js::storage_key(args.raw(0), "key")?;
+    let key = js_args::storage_key(args.raw(0), "key")?;
     Ok(read(store, &key)?.unwrap_or(Value::Null))
 }
 
 /// `put(key, value)` → `null`; unconditional.
 pub fn put(store: &mut dyn Store, args: Args) -> Result<Value, RpcError> {
-    let key = js::storage_key(args.raw(0), "key")?;
+    let key = js_args::storage_key(args.raw(0), "key")?;
     write(store, &key, args.raw(1))?;
     Ok(Value::Null)
 }
 
 /// `delete(key)` → `null`; absent keys are fine.
 pub fn delete(store: &mut dyn Store, args: Args) -> Result<Value, RpcError> {
-    let key = js::storage_key(args.raw(0), "key")?;
+    let key = js_args::storage_key(args.raw(0), "key")?;
     store.delete(&key)?;
     Ok(Value::Null)
 }
@@ -37,7 +37,7 @@ pub fn put_owned(store: &mut dyn Store, args: Args) -> Result<Value, RpcError> {
     if read(store, &keys::expired(args.raw(0)))?.is_some() {
         return Ok(stored(false));
     }
-    let key = js::storage_key(args.raw(1), "key")?;
+    let key = js_args::storage_key(args.raw(1), "key")?;
     write(store, &key, args.raw(2))?;
     Ok(stored(true))
 }
@@ -59,13 +59,13 @@ pub fn list(store: &mut dyn Store, args: Args) -> Result<Value, RpcError> {
     let member = |name: &str| options.and_then(|m| m.get(name));
     let present = |name: &str| member(name).filter(|v| !v.is_null());
 
-    let prefix = present("prefix").map(|p| js::to_string(Some(p))).unwrap_or_default();
+    let prefix = present("prefix").map(|p| js::to_js_string(Some(p))).unwrap_or_default();
     let default_limit = Value::Number(DEFAULT_LIST_LIMIT);
     let limit = present("limit").unwrap_or(&default_limit);
     let reverse = js::truthy(member("reverse"));
-    let cursor = member("cursor").map(|c| js::to_string(Some(c)));
+    let cursor = member("cursor").map(|c| js::to_js_string(Some(c)));
 
-    let asked = js::to_storage_int(Some(&plus_one(limit)))?;
+    let asked = js_args::to_storage_int(Some(&plus_one(limit)))?;
     let asked = usize::try_from(asked).ok().filter(|&n| n > 0).ok_or_else(RpcError::list_limit)?;
     let mut options = ListOptions { limit: Some(asked), reverse, ..Default::default() };
     if !prefix.is_empty() {
@@ -99,7 +99,7 @@ fn plus_one(limit: &Value) -> Value {
     match limit {
         Value::Number(n) => Value::Number(n + 1.0),
         Value::Bool(b) => Value::Number(f64::from(u8::from(*b)) + 1.0),
-        other => Value::String(js::to_string(Some(other)) + "1"),
+        other => Value::String(js::to_js_string(Some(other)) + "1"),
     }
 }
 

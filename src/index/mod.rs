@@ -11,16 +11,17 @@
 //!   `deleteHookIndexes`;
 //! * [`expiry`] — `expireRun`;
 //! * [`keys`] — key formats; [`records`] — stored values, claims and owner rules;
-//! * [`crate::store::slot`] — the storage encoding of arbitrary values; [`js`] and [`json_parse`] — the
-//!   JavaScript semantics (coercions, `===`, V8 error texts, `JSON.parse`) the reference
-//!   applies to its arguments and stored values.
+//! * [`json_parse`] — `JSON.parse` with the reference's reviver and V8's error texts.
+//!
+//! The JavaScript semantics the reference applies to its arguments and stored values
+//! (coercions, `===`, V8 error texts) are in [`crate::wire::js`], the storage API's own
+//! argument coercions in [`crate::store::js_args`].
 //!
 //! Storage keys are exactly the reference's (`index-do.md` §1); values are encoded with
 //! [`crate::store::slot`] (a one-character tag, then the string, base64 bytes or tagged JSON).
 
 pub mod expiry;
 pub mod hooks;
-pub mod js;
 pub mod json_parse;
 pub mod keys;
 pub mod kv;

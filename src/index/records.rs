@@ -8,11 +8,10 @@
 //! with `===` and reads the members with plain property access, so a missing owner is a
 //! `TypeError` and two object-valued runIds never match; [`same_owner`] keeps those rules.
 
-use crate::store::{Store, StoreResult};
-use crate::wire::{RpcError, Value};
+use crate::store::{js_args, slot, Store, StoreResult};
+use crate::wire::{js, RpcError, Value};
 
-use super::{js, json_parse};
-use crate::store::slot;
+use super::json_parse;
 
 /// Read a stored value (`None` when absent).
 pub fn read(store: &mut dyn Store, key: &str) -> StoreResult<Option<Value>> {
@@ -21,7 +20,7 @@ pub fn read(store: &mut dyn Store, key: &str) -> StoreResult<Option<Value>> {
 
 /// Store a value; `undefined` is refused like the platform's `put`.
 pub fn write(store: &mut dyn Store, key: &str, value: Option<&Value>) -> StoreResult<()> {
-    let value = value.ok_or_else(js::put_undefined)?;
+    let value = value.ok_or_else(js_args::put_undefined)?;
     store.put(key, &slot::encode(value))
 }
 
@@ -64,7 +63,7 @@ pub fn claim_owner(claim: &Value) -> Result<Option<&Value>, RpcError> {
 pub fn owner_from_hook(stored: &Value) -> Result<Value, RpcError> {
     let parsed = match stored {
         Value::String(text) => json_parse::parse_shared(text)?,
-        other => json_parse::parse_shared(&js::to_string(Some(other)))?,
+        other => json_parse::parse_shared(&js::to_js_string(Some(other)))?,
     };
     let run_id = js::member(Some(&parsed), "runId")?.cloned();
     let hook_id = js::member(Some(&parsed), "hookId")?.cloned();

@@ -6,9 +6,9 @@
 use crate::config::Config;
 use crate::store::alarm::Alarm;
 use crate::store::{ListOptions, Store};
+use crate::wire::js::{number_to_string, to_js_string};
 use crate::wire::{RpcError, Value};
 
-use super::js::to_js_string;
 use super::state::*;
 
 /// Recover lost in-flight claims, claim due messages up to `QUEUE_MAX_INFLIGHT`, and
@@ -106,7 +106,7 @@ pub fn build_request(row: &Row, config: &Config) -> OutboundRequest {
         ("content-type", "application/json".to_string()),
         ("x-vqs-queue-name", to_js_string(row.member("queueName"))),
         ("x-vqs-message-id", to_js_string(row.member("messageId"))),
-        ("x-vqs-message-attempt", super::js::number_to_string(row.attempt() + 1.0)),
+        ("x-vqs-message-attempt", number_to_string(row.attempt() + 1.0)),
     ];
     if let Some(secret) = config.callback_secret.as_deref().filter(|s| !s.is_empty()) {
         headers.push(("x-workflow-callback-secret", secret.to_string()));

@@ -4,9 +4,9 @@
 use crate::hop::{Args, Ctx};
 use crate::store::alarm::Alarm;
 use crate::store::{ListOptions, Store};
+use crate::wire::js::{member, optional_member, strict_eq, to_js_string, to_number, truthy};
 use crate::wire::{Map, RpcError, Value};
 
-use super::js::{member, optional_member, strict_eq, to_js_string, to_number, truthy};
 use super::state::*;
 
 fn ok_outcome(message_id: Option<&Value>, deduped: bool) -> Value {

@@ -28,11 +28,8 @@
 //!   time order; a non-numeric `delaySeconds` counts as 0 (the reference builds `NaN`
 //!   keys and may throw). A 503 body whose number overflows f64 (`1e400`) is not numeric
 //!   here (JavaScript would redeliver immediately with `Infinity`).
-//! * Dates given where the reference interpolates strings render as ISO text, not
-//!   `Date.prototype.toString()` (only reachable with hand-made requests).
 
 pub mod delivery;
-pub mod js;
 pub mod methods;
 pub mod state;
 

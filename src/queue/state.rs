@@ -7,9 +7,8 @@
 
 use crate::store::alarm::{Alarm, MAX_ALARM_MS};
 use crate::store::{ListOptions, Store, StoreResult};
+use crate::wire::js::{strict_eq, to_js_string, truthy};
 use crate::wire::{Map, RpcError, Value};
-
-use super::js::{strict_eq, to_js_string, truthy};
 
 /// Grace period past the delivery timeout before an in-flight claim counts as lost.
 pub const INFLIGHT_GRACE_MS: i64 = 30_000;

@@ -1,7 +1,7 @@
 //! Event ids (dense slots), event construction and pages (spec `run-do.md` §4, §6.1–6.2,
 //! §6.11; `schemas.md` §3–4).
 
-use super::js::number_to_string;
+use crate::wire::js::number_to_string;
 use super::keys;
 use super::records::Record;
 use super::validate::{compact, parse_object, schemas};
@@ -153,7 +153,7 @@ pub fn list_events(store: &mut dyn Store, limit: f64, cursor: Option<&str>, desc
         data.push(Value::parse(&text).map_err(|e| RpcError::error(format!("corrupt record at {key}: {}", e.0)))?);
     }
     let cursor = if has_more {
-        data.last().and_then(|e| e.get("eventId")).map(|id| crate::run::js::to_js_string(Some(id)))
+        data.last().and_then(|e| e.get("eventId")).map(|id| crate::wire::js::to_js_string(Some(id)))
     } else {
         None
     };

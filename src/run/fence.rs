@@ -32,13 +32,13 @@ pub fn retention_state(store: &mut dyn Store, now: i64) -> Result<RetentionState
 pub fn expired_at_iso(tombstone: &Map) -> String {
     match tombstone.get("expiredAt") {
         Some(Value::Date(Some(ms))) => iso(*ms),
-        other => crate::run::js::to_js_string(other),
+        other => crate::wire::js::to_js_string(other),
     }
 }
 
 /// The expired-read envelope.
 pub fn expired_read(tombstone: Map) -> Value {
-    let run_id = crate::run::js::to_js_string(tombstone.get("runId"));
+    let run_id = crate::wire::js::to_js_string(tombstone.get("runId"));
     let message = format!("Workflow run \"{run_id}\" expired at {}", expired_at_iso(&tombstone));
     Value::object([
         ("ok", Value::Bool(false)),

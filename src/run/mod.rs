@@ -9,14 +9,13 @@
 //! * [`fence`] — expired-run fencing; [`retention`] — markers and scheduling;
 //!   [`cleanup`] — the retention admin methods and the cleanup phase machine;
 //! * [`records`], [`keys`] — stored records and storage keys;
-//! * [`validate`] — zod-equivalent schemas and attribute rules; [`js`] — JavaScript
-//!   value semantics the wire depends on.
+//! * [`validate`] — zod-equivalent schemas and attribute rules (JavaScript value semantics
+//!   are in [`crate::wire::js`]).
 
 pub mod apply;
 pub mod cleanup;
 pub mod events;
 pub mod fence;
-pub mod js;
 pub mod keys;
 pub mod reads;
 pub mod records;

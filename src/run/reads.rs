@@ -3,7 +3,7 @@
 
 use super::events::{list_entries, list_events, Page};
 use super::fence::{expired_read, retention_state};
-use super::js::{to_js_string, truthy};
+use crate::wire::js::{to_js_string, truthy};
 use super::keys;
 use crate::hop::{Args, Ctx};
 use crate::store::{get_json, Store};

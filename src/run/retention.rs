@@ -3,7 +3,7 @@
 //! entries, and automatic scheduling when a run becomes terminal.
 
 use super::apply::Success;
-use super::js::to_js_string;
+use crate::wire::js::to_js_string;
 use super::keys;
 use super::records::{cleanup_record, is_terminal_run_status, Record};
 use super::validate::{parse_object, schemas};
@@ -48,7 +48,7 @@ pub fn schedule(store: &mut dyn Store, alarm: &mut Alarm, s: &mut Success, clean
     }
     let Some(run) = s.run.as_ref().filter(|r| is_terminal_run_status(r.status())) else { return Ok(()) };
     let completed = run.date("completedAt").unwrap_or_default() as f64;
-    let due = super::js::time_clip(completed + retention_ms);
+    let due = crate::wire::js::time_clip(completed + retention_ms);
     let mut m: Map = run.0.clone();
     m.insert("expiredAt".into(), Value::Date(due));
     let updated = Record(parse_object(schemas::run_schema(), m)?);

@@ -10,6 +10,7 @@
 //! Values are JSON text of each core's typed records (see the `records` modules).
 
 pub mod alarm;
+pub mod js_args;
 mod memory;
 pub mod slot;
 

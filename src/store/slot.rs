@@ -16,7 +16,7 @@
 //! in the reference (which fails at about 2 MB of raw bytes).
 //!
 //! JavaScript `undefined` is never stored: the platform's `put` refuses it
-//! ([`crate::index::js::put_undefined`]).
+//! ([`super::js_args::put_undefined`]).
 
 use crate::wire::value::write_string;
 use crate::wire::{base64, RpcError, Value};

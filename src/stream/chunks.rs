@@ -7,9 +7,8 @@
 //! any stream by name.
 
 use crate::hop::Args;
-use crate::index::js;
-use crate::store::{ListOptions, Store};
-use crate::wire::{RpcError, Value};
+use crate::store::{js_args, ListOptions, Store};
+use crate::wire::{js, RpcError, Value};
 
 use super::keys;
 use super::records::{decode_chunk, encode_chunk, fence_value, StreamMeta};
@@ -41,7 +40,7 @@ pub fn write_chunk(store: &mut dyn Store, args: Args) -> Result<Value, RpcError>
     if meta.closed {
         return Err(RpcError::error("Cannot write to a closed stream"));
     }
-    let chunk = args.raw(1).ok_or_else(js::put_undefined)?;
+    let chunk = args.raw(1).ok_or_else(js_args::put_undefined)?;
     let index = meta.count;
     let count = index.checked_add(1).ok_or_else(|| RpcError::range_error("Stream chunk index overflow"))?;
     store.put(&keys::chunk(index), &encode_chunk(chunk))?;
@@ -78,7 +77,7 @@ pub fn get_chunks(store: &mut dyn Store, args: Args) -> Result<Value, RpcError> 
     let start_key = keys::chunk_at(&js::number_to_string(start));
     let limit = match js::member(params, "limit")? {
         None => None,
-        Some(v) => Some(usize::try_from(js::to_storage_int(Some(v))?).ok().filter(|&n| n > 0).ok_or_else(RpcError::list_limit)?),
+        Some(v) => Some(usize::try_from(js_args::to_storage_int(Some(v))?).ok().filter(|&n| n > 0).ok_or_else(RpcError::list_limit)?),
     };
     let options = ListOptions { prefix: Some(keys::CHUNK_PREFIX.into()), start: Some(start_key), limit, ..Default::default() };
     let chunks = store

@@ -2,16 +2,14 @@
 //! instance named `run-streams:<runId>`, used by `streams.list(runId)` and by retention.
 
 use crate::hop::Args;
-use crate::index::js;
-use crate::store::slot;
-use crate::store::{ListOptions, Store};
-use crate::wire::{RpcError, Value};
+use crate::store::{js_args, slot, ListOptions, Store};
+use crate::wire::{js, RpcError, Value};
 
 use super::keys;
 use super::run_id;
 
 fn owner(store: &mut dyn Store) -> Result<Option<String>, RpcError> {
-    store.get(keys::REGISTRY_OWNER)?.map(|text| slot::decode(keys::REGISTRY_OWNER, &text).map(|v| js::to_string(Some(&v)))).transpose()
+    store.get(keys::REGISTRY_OWNER)?.map(|text| slot::decode(keys::REGISTRY_OWNER, &text).map(|v| js::to_js_string(Some(&v)))).transpose()
 }
 
 fn is_expired(store: &mut dyn Store) -> Result<bool, RpcError> {
@@ -46,7 +44,7 @@ pub fn register_stream(store: &mut dyn Store, args: Args) -> Result<Value, RpcEr
     }
     check_owner(store, run_id)?;
     store.put(keys::REGISTRY_OWNER, &slot::encode(&Value::str(run_id)))?;
-    let name = js::to_string(args.raw(1));
+    let name = js::to_js_string(args.raw(1));
     store.put(&keys::registered(&name), &slot::encode(&Value::Bool(true)))?;
     Ok(Value::Null)
 }
@@ -65,7 +63,7 @@ pub fn expire_registry(store: &mut dyn Store, args: Args) -> Result<Value, RpcEr
     let run_id = run_id(args)?;
     check_owner(store, run_id)?;
     store.put(keys::REGISTRY_OWNER, &slot::encode(&Value::str(run_id)))?;
-    let expired_at = args.raw(1).ok_or_else(js::put_undefined)?;
+    let expired_at = args.raw(1).ok_or_else(js_args::put_undefined)?;
     store.put(keys::REGISTRY_EXPIRED, &slot::encode(expired_at))?;
     Ok(Value::object([("streams", names_value(names(store)?))]))
 }

@@ -4,6 +4,7 @@
 pub mod base64;
 pub mod date;
 pub mod error;
+pub mod js;
 pub mod router;
 mod serde_impl;
 pub mod uri;

@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use super::{fail, member, Apply, Code, Outcome, Success};
-use crate::run::js::truthy;
+use crate::wire::js::truthy;
 use crate::run::keys;
 use crate::run::records::Record;
 use crate::run::validate::attributes::{allow_reserved, apply_changes, changes_from, validate_changes};

@@ -3,7 +3,7 @@
 //! event-only path (`hook_received`, client-sent `hook_conflict`, unknown types).
 
 use super::{fail, Apply, Code, Outcome, Success};
-use crate::run::js::{to_js_string, truthy};
+use crate::wire::js::{to_js_string, truthy};
 use crate::run::keys;
 use crate::run::records::Record;
 use crate::run::validate::{compact, parse_object, schemas};

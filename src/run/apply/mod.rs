@@ -12,7 +12,7 @@ mod wait;
 
 use super::events::{append_event, list_events, slot_to_event_id, event_id_to_slot, EventCtx, Page, Sequence};
 use super::fence::{expired_at_iso, retention_state};
-use super::js::{to_js_string, truthy, type_of};
+use crate::wire::js::{to_js_string, truthy, type_of};
 use super::keys;
 use super::records::{is_terminal_run_status, Record};
 use super::retention;

@@ -2,7 +2,7 @@
 //! `run_started`, and the terminal transitions that release hooks and waits.
 
 use super::{fail, Apply, Code, Outcome, Success};
-use crate::run::js::truthy;
+use crate::wire::js::truthy;
 use crate::run::keys;
 use crate::run::records::{structured_error, Record};
 use crate::run::validate::attributes::{allow_reserved, changes_from_record, validate_changes, Change};
@@ -163,7 +163,7 @@ fn release_all_hooks(store: &mut dyn Store) -> Result<Vec<(Value, Value)>, RpcEr
             _ => return Err(RpcError::error(format!("corrupt record at {key}"))),
         };
         let hook_id = hook.get("hookId").cloned().unwrap_or(Value::Null);
-        let id_text = crate::run::js::to_js_string(Some(&hook_id));
+        let id_text = crate::wire::js::to_js_string(Some(&hook_id));
         store.delete(&keys::hook(&id_text))?;
         if let Some(created) = hook.date("createdAt") {
             store.delete(&keys::created(keys::HOOK_CREATED_PREFIX, created, &id_text))?;

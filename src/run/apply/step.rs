@@ -2,7 +2,7 @@
 //! `step_started` (with the lazy start), `step_completed`, `step_failed`, `step_retrying`.
 
 use super::{fail, is_child_entity_creation, Apply, Code, Failure, Outcome, Success};
-use crate::run::js::{new_date, truthy};
+use crate::wire::js::{new_date, truthy};
 use crate::run::keys;
 use crate::run::records::{is_terminal_run_status, is_terminal_step_status, structured_error, Record};
 use crate::run::validate::{compact, parse_object, schemas};

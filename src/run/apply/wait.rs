@@ -1,7 +1,7 @@
 //! Wait events (spec `run-do.md` §6.7).
 
 use super::{fail, Apply, Code, Outcome, Success};
-use crate::run::js::to_js_string;
+use crate::wire::js::to_js_string;
 use crate::run::keys;
 use crate::run::records::Record;
 use crate::run::validate::{parse_object, schemas};

@@ -39,7 +39,7 @@ async fn streams_phase<H: CleanupHost>(host: &H, run_id: &str, due_ms: i64) -> R
     let names: Vec<String> = answer
         .get("streams")
         .and_then(Value::as_array)
-        .map(|a| a.iter().map(|n| crate::run::js::to_js_string(Some(n))).collect())
+        .map(|a| a.iter().map(|n| crate::wire::js::to_js_string(Some(n))).collect())
         .unwrap_or_default();
     let mut deleted = if names.is_empty() {
         host.transact(|s, _, _| Ok(Record::load(s, keys::RETENTION_CLEANUP)?.and_then(|r| r.num("deletedStreams")).unwrap_or(0.0)))

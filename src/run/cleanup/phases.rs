@@ -2,7 +2,7 @@
 
 use super::record::Phase;
 use crate::store::alarm::Alarm;
-use crate::run::js::to_js_string;
+use crate::wire::js::to_js_string;
 use crate::run::keys;
 use crate::run::records::Record;
 use crate::store::{put_json, ListOptions, Store};

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::run::js::{json_string, to_js_string, type_of, utf16_len};
+use crate::wire::js::{json_string, to_js_string, type_of, utf16_len};
 use crate::wire::{Map, RpcError, Value};
 
 pub const KEY_MAX_LENGTH: usize = 256;
@@ -43,7 +43,7 @@ pub fn changes_from(changes: Option<&Value>) -> Result<Vec<Change<'_>>, RpcError
 /// `Object.entries(attributes ?? {})` as changes (run creation).
 pub fn changes_from_record(attributes: Option<&Value>) -> Vec<(Value, Value)> {
     match attributes {
-        Some(Value::Object(m)) => crate::run::js::own_keys(m)
+        Some(Value::Object(m)) => crate::wire::js::own_keys(m)
             .into_iter()
             .filter_map(|k| m.get(k.as_str()).map(|v| (Value::String(k.clone()), v.clone())))
             .collect(),
@@ -146,7 +146,7 @@ pub fn validate_changes(
 
 /// `allowReservedAttributes` as JavaScript reads it (truthy).
 pub fn allow_reserved(v: Option<&Value>) -> bool {
-    crate::run::js::truthy(v)
+    crate::wire::js::truthy(v)
 }
 
 /// Apply validated changes to a copy of `existing`.

@@ -6,7 +6,7 @@
 //!
 //! Only the schema kinds those schemas use exist here. `None` is JavaScript `undefined`.
 
-use crate::run::js::{new_date, utf16_len};
+use crate::wire::js::{new_date, utf16_len};
 use crate::wire::{Map, Value};
 
 const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
@@ -96,7 +96,7 @@ fn indent(out: &mut String, level: usize) {
 fn write_pretty(j: &J, level: usize, out: &mut String) {
     match j {
         J::Str(s) => crate::wire::value::write_string(out, s),
-        J::Num(n) => out.push_str(&crate::run::js::number_to_string(*n)),
+        J::Num(n) => out.push_str(&crate::wire::js::number_to_string(*n)),
         J::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
         J::Arr(items) if items.is_empty() => out.push_str("[]"),
         J::Obj(members) if members.is_empty() => out.push_str("{}"),
@@ -325,14 +325,14 @@ impl Schema {
                 if input.and_then(Value::as_str) != Some(*l) {
                     cx.issue(
                         vec![("code", J::Str("invalid_value".into())), ("values", J::Arr(vec![J::Str((*l).into())]))],
-                        format!("Invalid input: expected {}", crate::run::js::json_string(l)),
+                        format!("Invalid input: expected {}", crate::wire::js::json_string(l)),
                     );
                 }
                 input.cloned()
             }
             Schema::Enum(options) => {
                 if !input.and_then(Value::as_str).is_some_and(|s| options.contains(&s)) {
-                    let list = options.iter().map(|o| crate::run::js::json_string(o)).collect::<Vec<_>>().join("|");
+                    let list = options.iter().map(|o| crate::wire::js::json_string(o)).collect::<Vec<_>>().join("|");
                     cx.issue(
                         vec![
                             ("code", J::Str("invalid_value".into())),
@@ -368,7 +368,7 @@ impl Schema {
             Schema::Record(value_schema) => match input {
                 Some(Value::Object(map)) => {
                     let mut out = Map::new();
-                    for k in crate::run::js::own_keys(map) {
+                    for k in crate::wire::js::own_keys(map) {
                         cx.path.push(Seg::Key(k.clone()));
                         let v = value_schema.run(map.get(k.as_str()), cx, depth + 1);
                         cx.path.pop();

@@ -1,17 +1,22 @@
-//! The few JavaScript semantics the reference's StreamDO and IndexDO apply to their
-//! arguments and stored values, reproduced so malformed input gives the same observable
-//! result (or the same `TypeError` text) as on workerd.
+//! The JavaScript value semantics the reference Durable Objects leak onto the wire,
+//! reproduced so malformed input gives the same observable result (or the same `TypeError`
+//! text) as on workerd: truthiness, `typeof`, `===` / SameValueZero, `String(v)` and
+//! template interpolation (`${v}`), `Number(v)`, `new Date(v)`, property reads that throw
+//! on `null`/`undefined`, iteration (`new Set(v)`, `for … of`) and own-key order.
 //!
 //! Conventions: `Option<&Value>` is a JavaScript value where `None` is `undefined`
 //! (an absent argument or member). Every function is total: no panics, no overflow.
 //!
 //! The texts of the errors below were checked against workerd's V8:
-//! `Cannot read properties of undefined (reading 'x')`, `number 5 is not iterable (cannot
-//! read property Symbol(Symbol.iterator))`, the storage layer's `put() called with undefined
-//! value.` and its int32 argument range error.
+//! `Cannot read properties of undefined (reading 'x')` and `number 5 is not iterable
+//! (cannot read property Symbol(Symbol.iterator))`. The storage API's argument coercions
+//! are in [`crate::store::js_args`].
 
-use crate::wire::date;
-use crate::wire::{RpcError, Value};
+use crate::wire::date::{self, parse_date, MAX_DATE_MS};
+use crate::wire::value::write_string;
+use crate::wire::{Map, RpcError, Value};
+
+// ---- members ------------------------------------------------------------------------
 
 /// `obj.prop`: the member of an object; `undefined` for other values that have no such
 /// property; a `TypeError` when `obj` is `undefined` or `null`.
@@ -28,8 +33,38 @@ fn cannot_read(what: &str, prop: &str) -> RpcError {
     RpcError::type_error(format!("Cannot read properties of {what} (reading '{prop}')"))
 }
 
+/// `obj?.prop`.
+pub fn optional_member<'a>(obj: Option<&'a Value>, prop: &str) -> Option<&'a Value> {
+    obj.and_then(|v| v.get(prop))
+}
+
+/// Own enumerable keys in JavaScript order: integer-like keys ascending first, then the
+/// rest (in stored order — the value model does not keep insertion order).
+pub fn own_keys(map: &Map) -> Vec<&String> {
+    let mut ints: Vec<(u64, &String)> = Vec::new();
+    let mut rest: Vec<&String> = Vec::new();
+    for k in map.keys() {
+        match array_index(k) {
+            Some(i) => ints.push((i, k)),
+            None => rest.push(k),
+        }
+    }
+    ints.sort_by_key(|(i, _)| *i);
+    ints.into_iter().map(|(_, k)| k).chain(rest).collect()
+}
+
+fn array_index(k: &str) -> Option<u64> {
+    if k.is_empty() || (k.len() > 1 && k.starts_with('0')) || !k.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    k.parse::<u64>().ok().filter(|i| *i < u64::from(u32::MAX))
+}
+
+// ---- comparison and type ------------------------------------------------------------
+
 /// `a === b`. Objects, arrays, dates and byte arrays are distinct references after every
-/// storage read or argument decode, so they are never strictly equal to anything.
+/// storage read or argument decode (structured clone), so they are never strictly equal
+/// to anything.
 pub fn strict_eq(a: Option<&Value>, b: Option<&Value>) -> bool {
     match (a, b) {
         (None, None) => true,
@@ -60,9 +95,21 @@ pub fn truthy(v: Option<&Value>) -> bool {
     }
 }
 
-/// `String(v)` (also what a template literal and workerd's string-typed storage arguments
-/// do to a value).
-pub fn to_string(v: Option<&Value>) -> String {
+/// `typeof v`.
+pub fn type_of(v: Option<&Value>) -> &'static str {
+    match v {
+        None => "undefined",
+        Some(Value::Bool(_)) => "boolean",
+        Some(Value::Number(_)) => "number",
+        Some(Value::String(_)) => "string",
+        Some(_) => "object",
+    }
+}
+
+// ---- to string ----------------------------------------------------------------------
+
+/// `String(v)` / `${v}` (also what workerd's string-typed storage arguments do to a value).
+pub fn to_js_string(v: Option<&Value>) -> String {
     match v {
         None => "undefined".into(),
         Some(Value::Null) => "null".into(),
@@ -73,7 +120,7 @@ pub fn to_string(v: Option<&Value>) -> String {
             .iter()
             .map(|item| match item {
                 Value::Null => String::new(),
-                other => to_string(Some(other)),
+                other => to_js_string(Some(other)),
             })
             .collect::<Vec<_>>()
             .join(","),
@@ -135,8 +182,10 @@ pub fn number_to_string(n: f64) -> String {
 }
 
 /// `Date.prototype.toString()` in UTC (workerd runs in UTC).
-fn date_to_string(ms: Option<i64>) -> String {
-    let Some(ms) = ms else { return "Invalid Date".into() };
+pub fn date_to_string(ms: Option<i64>) -> String {
+    let Some(ms) = ms.filter(|m| (-MAX_DATE_MS..=MAX_DATE_MS).contains(m)) else {
+        return "Invalid Date".into();
+    };
     let days = ms.div_euclid(86_400_000);
     let in_day = ms.rem_euclid(86_400_000);
     let (y, m, d) = date::civil_from_days(days);
@@ -153,6 +202,20 @@ fn date_to_string(ms: Option<i64>) -> String {
     )
 }
 
+/// `JSON.stringify` of a string (for messages that embed a JSON string literal).
+pub fn json_string(s: &str) -> String {
+    let mut out = String::new();
+    write_string(&mut out, s);
+    out
+}
+
+/// Number of UTF-16 code units (JavaScript `.length`).
+pub fn utf16_len(s: &str) -> usize {
+    s.encode_utf16().count()
+}
+
+// ---- to number and date -------------------------------------------------------------
+
 /// `Number(v)` (ToNumber, with ToPrimitive for objects).
 pub fn to_number(v: Option<&Value>) -> f64 {
     match v {
@@ -162,10 +225,11 @@ pub fn to_number(v: Option<&Value>) -> f64 {
         Some(Value::Number(n)) => *n,
         Some(Value::String(s)) => string_to_number(s),
         Some(Value::Date(ms)) => ms.map_or(f64::NAN, |ms| ms as f64),
-        Some(other @ (Value::Array(_) | Value::Bytes(_) | Value::Object(_))) => string_to_number(&to_string(Some(other))),
+        Some(other @ (Value::Array(_) | Value::Bytes(_) | Value::Object(_))) => string_to_number(&to_js_string(Some(other))),
     }
 }
 
+/// JavaScript's WhiteSpace and LineTerminator code points (what `Number(" 1 ")` trims).
 fn is_js_whitespace(c: char) -> bool {
     matches!(c, '\t' | '\n' | '\u{0b}' | '\u{0c}' | '\r' | ' ' | '\u{a0}' | '\u{feff}' | '\u{2028}' | '\u{2029}')
         || c.is_whitespace()
@@ -232,34 +296,28 @@ pub fn string_to_number(s: &str) -> f64 {
     body.parse::<f64>().map_or(f64::NAN, |n| sign * n)
 }
 
-/// How workerd converts a numeric storage argument (e.g. a list `limit`) to its `int`:
-/// ToNumber, NaN → 0, truncation, and a `TypeError` outside the int32 range.
-pub fn to_storage_int(v: Option<&Value>) -> Result<i32, RpcError> {
-    let n = to_number(v);
-    if n.is_nan() {
-        return Ok(0);
+/// `new Date(v).getTime()`: `None` for an invalid Date. Strings follow the ISO forms of
+/// [`parse_date`] (V8's legacy free-form parsing is not reproduced).
+pub fn new_date(v: Option<&Value>) -> Option<i64> {
+    match v? {
+        Value::Null => Some(0),
+        Value::Bool(b) => Some(i64::from(*b)),
+        Value::Number(n) => time_clip(*n),
+        Value::Date(ms) => *ms,
+        Value::String(s) => parse_date(s.trim()),
+        other => parse_date(to_js_string(Some(other)).trim()),
     }
-    let t = n.trunc();
-    if t < f64::from(i32::MIN) || t > f64::from(i32::MAX) {
-        return Err(RpcError::type_error("Value out of range. Must be between -2147483648 and 2147483647 (inclusive)."));
-    }
-    Ok(t as i32)
 }
 
-/// The storage layer refuses to store `undefined`.
-pub fn put_undefined() -> RpcError {
-    RpcError::type_error("put() called with undefined value.")
+/// ECMAScript TimeClip.
+pub fn time_clip(n: f64) -> Option<i64> {
+    if !n.is_finite() || n.abs() > MAX_DATE_MS as f64 {
+        return None;
+    }
+    Some(n.trunc() as i64)
 }
 
-/// A storage key argument: workerd coerces any value to a string (`undefined` → `"undefined"`).
-/// Arrays (which select the multi-key forms) and plain objects are refused with a `TypeError`
-/// instead of being mimicked.
-pub fn storage_key(v: Option<&Value>, what: &str) -> Result<String, RpcError> {
-    match v {
-        Some(Value::Array(_) | Value::Object(_)) => Err(RpcError::type_error(format!("{what} must be a string"))),
-        other => Ok(to_string(other)),
-    }
-}
+// ---- iteration ----------------------------------------------------------------------
 
 /// The elements `new Set(v)` iterates (`undefined`/`null` → none), or V8's `TypeError`.
 pub fn set_elements(v: Option<&Value>) -> Result<Vec<Value>, RpcError> {
@@ -341,21 +399,54 @@ mod tests {
         assert!(to_number(Some(&Value::object([("a", Value::Null)]))).is_nan());
         assert_eq!(to_number(Some(&Value::Null)), 0.0);
         assert!(to_number(None).is_nan());
+        assert!(to_number(Some(&Value::str("abc"))).is_nan());
+        assert_eq!(to_number(Some(&Value::str(" 5 "))), 5.0);
+        assert_eq!(to_number(Some(&Value::str(""))), 0.0);
+        assert_eq!(to_number(Some(&Value::str("0x10"))), 16.0);
+        assert_eq!(to_number(Some(&Value::Bool(true))), 1.0);
     }
 
     #[test]
-    fn to_string_and_dates() {
-        assert_eq!(to_string(Some(&Value::date(946_684_800_000))), "Sat Jan 01 2000 00:00:00 GMT+0000 (Coordinated Universal Time)");
-        assert_eq!(to_string(Some(&Value::Bytes(vec![1, 2]))), "1,2");
-        assert_eq!(to_string(Some(&Value::Array(vec![Value::Null, Value::num(1), Value::str("a")]))), ",1,a");
-        assert_eq!(to_string(None), "undefined");
+    fn to_js_string_and_dates() {
+        assert_eq!(to_js_string(None), "undefined");
+        assert_eq!(to_js_string(Some(&Value::Null)), "null");
+        assert_eq!(to_js_string(Some(&Value::num(1.5))), "1.5");
+        assert_eq!(to_js_string(Some(&Value::num(2.0))), "2");
+        assert_eq!(to_js_string(Some(&Value::Array(vec![Value::num(1), Value::Null, Value::str("a")]))), "1,,a");
+        assert_eq!(to_js_string(Some(&Value::Array(vec![Value::Null, Value::num(1), Value::str("a")]))), ",1,a");
+        assert_eq!(to_js_string(Some(&Value::object([("a", Value::Null)]))), "[object Object]");
+        assert_eq!(to_js_string(Some(&Value::Bytes(vec![1, 2]))), "1,2");
+        assert_eq!(to_js_string(Some(&Value::date(0))), "Thu Jan 01 1970 00:00:00 GMT+0000 (Coordinated Universal Time)");
+        assert_eq!(
+            to_js_string(Some(&Value::date(946_684_800_000))),
+            "Sat Jan 01 2000 00:00:00 GMT+0000 (Coordinated Universal Time)"
+        );
     }
 
     #[test]
-    fn storage_ints_and_iteration_errors() {
-        assert_eq!(to_storage_int(Some(&Value::num(2.5))), Ok(2));
-        assert_eq!(to_storage_int(Some(&Value::str("x"))), Ok(0));
-        assert!(to_storage_int(Some(&Value::num(2_147_483_648.0))).is_err());
+    fn truthiness_and_equality() {
+        assert!(truthy(Some(&Value::str("x"))));
+        assert!(!truthy(Some(&Value::str(""))));
+        assert!(!truthy(Some(&Value::num(0))));
+        assert!(truthy(Some(&Value::Object(Default::default()))));
+        assert!(strict_eq(Some(&Value::str("a")), Some(&Value::str("a"))));
+        assert!(!strict_eq(Some(&Value::object([("a", Value::Null)])), Some(&Value::object([("a", Value::Null)]))));
+    }
+
+    #[test]
+    fn dates_like_new_date() {
+        assert_eq!(new_date(None), None);
+        assert_eq!(new_date(Some(&Value::Null)), Some(0));
+        assert_eq!(new_date(Some(&Value::Bool(true))), Some(1));
+        assert_eq!(new_date(Some(&Value::num(1.7))), Some(1));
+        assert_eq!(new_date(Some(&Value::num(-0.5))), Some(0));
+        assert_eq!(new_date(Some(&Value::num(8.64e15 + 1.0))), None);
+        assert_eq!(new_date(Some(&Value::str("not a date"))), None);
+        assert_eq!(new_date(Some(&Value::Object(Default::default()))), None);
+    }
+
+    #[test]
+    fn members_and_iteration_errors() {
         assert_eq!(
             set_elements(Some(&Value::num(5))).unwrap_err().message,
             "number 5 is not iterable (cannot read property Symbol(Symbol.iterator))"
@@ -364,5 +455,15 @@ mod tests {
         assert_eq!(for_of_elements(None, "request.hooks").unwrap_err().message, "request.hooks is not iterable");
         assert_eq!(member(None, "runId").unwrap_err().message, "Cannot read properties of undefined (reading 'runId')");
         assert_eq!(member(Some(&Value::str("x")), "runId"), Ok(None));
+        assert_eq!(member(Some(&Value::num(1.0)), "x"), Ok(None));
+    }
+
+    #[test]
+    fn key_order() {
+        let m: Map = [("b", 1), ("2", 1), ("a", 1), ("10", 1), ("01", 1)]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), Value::num(v)))
+            .collect();
+        assert_eq!(own_keys(&m), ["2", "10", "01", "a", "b"]);
     }
 }
