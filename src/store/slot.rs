@@ -18,7 +18,6 @@
 //! JavaScript `undefined` is never stored: the platform's `put` refuses it
 //! ([`super::js_args::put_undefined`]).
 
-use crate::wire::value::write_string;
 use crate::wire::{base64, RpcError, Value};
 
 pub fn encode(value: &Value) -> String {
@@ -37,7 +36,7 @@ pub fn encode(value: &Value) -> String {
         }
         other => {
             let mut out = String::from("j");
-            write_tagged(&mut out, other);
+            other.write_json_keeping_invalid_dates(&mut out);
             out
         }
     }
@@ -54,40 +53,6 @@ pub fn decode(key: &str, text: &str) -> Result<Value, RpcError> {
         'b' => base64::decode(payload).map(Value::Bytes).ok_or_else(corrupt),
         'j' => Value::parse(payload).map_err(|_| corrupt()),
         _ => Err(corrupt()),
-    }
-}
-
-/// Tagged JSON that cannot fail: like [`Value::write_json`] but an invalid Date is written
-/// with an unparseable `iso`, which decodes back to an invalid Date.
-fn write_tagged(out: &mut String, value: &Value) {
-    match value {
-        Value::Array(items) => {
-            out.push('[');
-            for (i, v) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_tagged(out, v);
-            }
-            out.push(']');
-        }
-        Value::Object(map) => {
-            out.push('{');
-            for (i, (k, v)) in map.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_string(out, k);
-                out.push(':');
-                write_tagged(out, v);
-            }
-            out.push('}');
-        }
-        Value::Date(None) => out.push_str(r#"{"__type":"Date","iso":"Invalid Date"}"#),
-        other => {
-            // Every remaining variant encodes infallibly.
-            let _ = other.write_json(out);
-        }
     }
 }
 

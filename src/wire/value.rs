@@ -143,6 +143,18 @@ impl Value {
     }
 
     pub fn write_json(&self, out: &mut String) -> Result<(), InvalidDate> {
+        self.write_json_with(out, false)
+    }
+
+    /// Tagged JSON that cannot fail (for storage, which must keep any value): like
+    /// [`Value::write_json`], but an invalid Date is written with an unparseable `iso`
+    /// (`{"__type":"Date","iso":"Invalid Date"}`), which decodes back to an invalid Date.
+    pub fn write_json_keeping_invalid_dates(&self, out: &mut String) {
+        // The only error is an invalid Date, which this mode writes instead.
+        let _ = self.write_json_with(out, true);
+    }
+
+    fn write_json_with(&self, out: &mut String, keep_invalid_dates: bool) -> Result<(), InvalidDate> {
         match self {
             Value::Null => out.push_str("null"),
             Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
@@ -154,7 +166,7 @@ impl Value {
                     if i > 0 {
                         out.push(',');
                     }
-                    v.write_json(out)?;
+                    v.write_json_with(out, keep_invalid_dates)?;
                 }
                 out.push(']');
             }
@@ -166,12 +178,16 @@ impl Value {
                     }
                     write_string(out, k);
                     out.push(':');
-                    v.write_json(out)?;
+                    v.write_json_with(out, keep_invalid_dates)?;
                 }
                 out.push('}');
             }
             Value::Date(ms) => {
-                let iso = ms.and_then(date::to_iso).ok_or(InvalidDate)?;
+                let iso = match ms.and_then(date::to_iso) {
+                    Some(iso) => iso,
+                    None if keep_invalid_dates => "Invalid Date".to_string(),
+                    None => return Err(InvalidDate),
+                };
                 out.push_str("{\"__type\":\"Date\",\"iso\":\"");
                 out.push_str(&iso);
                 out.push_str("\"}");
