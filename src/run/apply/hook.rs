@@ -51,13 +51,7 @@ pub fn created(cx: &mut Apply) -> Result<Outcome, RpcError> {
             if let Some(r) = holder_run {
                 event_data.insert("conflictingRunId".into(), r.clone());
             }
-            let mut record = Map::new();
-            record.insert("eventType".into(), Value::str("hook_conflict"));
-            if let Some(c) = &cx.id {
-                record.insert("correlationId".into(), c.clone());
-            }
-            record.insert("eventData".into(), Value::Object(event_data));
-            let event = cx.append(record)?;
+            let event = cx.append_own("hook_conflict", event_data)?;
             return Ok(Ok(Success { event: Some(event), ..Default::default() }));
         }
     }

@@ -133,6 +133,17 @@ impl Apply<'_> {
         let ctx = EventCtx { run_id: &run_id, now: self.now, occurred_at: occurred_at.as_ref(), resume_id: resume_id.as_ref() };
         append_event(self.store, &mut self.seq, &ctx, record)
     }
+    /// Append an event the DO writes on its own (`hook_conflict`, lazy `step_created`): the
+    /// type, the request's `correlationId` when it has one, and `eventData`.
+    pub fn append_own(&mut self, event_type: &str, event_data: Map) -> Result<Record, RpcError> {
+        let mut record = Map::new();
+        record.insert("eventType".into(), Value::str(event_type));
+        if let Some(id) = &self.id {
+            record.insert("correlationId".into(), id.clone());
+        }
+        record.insert("eventData".into(), Value::Object(event_data));
+        self.append(record)
+    }
     /// Append the request itself as the event.
     pub fn append_request(&mut self) -> Result<Record, RpcError> {
         let record = self.data.clone();

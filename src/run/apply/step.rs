@@ -95,13 +95,7 @@ pub fn started(cx: &mut Apply, step: Option<Record>) -> Result<Outcome, RpcError
         if let Some(i) = &input {
             event_data.insert("input".into(), i.clone());
         }
-        let mut record = Map::new();
-        record.insert("eventType".into(), Value::str("step_created"));
-        if let Some(id) = &cx.id {
-            record.insert("correlationId".into(), id.clone());
-        }
-        record.insert("eventData".into(), Value::Object(event_data));
-        cx.append(record)?;
+        cx.append_own("step_created", event_data)?;
         store_new_step(cx, &created)?;
         step = Some(created);
         step_created = true;
