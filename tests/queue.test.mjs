@@ -8,7 +8,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { STANDARD_VARS, startWorker } from "./lib/harness.mjs";
-import { enqueueRequest, pool, shardOf, startQueueTarget } from "./lib/queue-target.mjs";
+import { enqueueRequest, pool, startQueueTarget } from "./lib/queue-target.mjs";
+import { shardOf } from "./lib/world-client.mjs";
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 

@@ -99,16 +99,8 @@ export async function startQueueTarget(policy = () => ({ status: 200 }), { host 
   };
 }
 
-/** The client's shard choice: FNV-1a-32 over UTF-16 code units, mod shards (client.md §5). */
-export function shardOf(key, shards) {
-  if (shards <= 1) return 0;
-  let h = 0x811c9dc5;
-  for (let i = 0; i < key.length; i++) {
-    h ^= key.charCodeAt(i);
-    h = Math.imul(h, 0x01000193) >>> 0;
-  }
-  return (h >>> 0) % shards;
-}
+// The client's shard choice lives with the client model; re-exported for scripts/bench.
+export { shardOf } from "./world-client.mjs";
 
 /** An enqueue request as the reference client builds it. */
 export function enqueueRequest(messageId, targetBaseUrl, { body, runId, idempotencyKey, delaySeconds, queueShards = 1, queueName = "__wkf_workflow_test" } = {}) {

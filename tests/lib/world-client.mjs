@@ -12,15 +12,15 @@ export const ms13 = (d) => String(d.getTime()).padStart(13, "0");
 export const sharedCodec = (v) =>
   JSON.stringify(v, (k, x) => (x instanceof Uint8Array ? { __type: "Uint8Array", data: Buffer.from(x).toString("base64") } : x));
 
-/** FNV-1a over UTF-16 code units, the client's queue shard choice (client.md §5). */
-export function queueShard(key, queueShards) {
-  if (queueShards <= 1) return 0;
+/** The client's queue shard choice: FNV-1a-32 over UTF-16 code units, mod shards (client.md §5). */
+export function shardOf(key, shards) {
+  if (shards <= 1) return 0;
   let h = 0x811c9dc5;
   for (let i = 0; i < key.length; i++) {
     h ^= key.charCodeAt(i);
     h = Math.imul(h, 0x01000193) >>> 0;
   }
-  return h % queueShards;
+  return h % shards;
 }
 
 export function worldClient(rpc, { retentionMs = 0, queueShards = 1 } = {}) {
@@ -75,7 +75,7 @@ export function worldClient(rpc, { retentionMs = 0, queueShards = 1 } = {}) {
 
   /** queue.queue: one message to its shard. */
   async function enqueue({ messageId, queueName, body, runId, idempotencyKey, delaySeconds, targetBaseUrl }) {
-    const shard = queueShard(idempotencyKey ?? messageId, queueShards);
+    const shard = shardOf(idempotencyKey ?? messageId, queueShards);
     return rpc("queue", `q:${shard}`, "enqueue", [
       { messageId, queueName, pathname: "flow", body, runId, idempotencyKey, delaySeconds, config: { targetBaseUrl, queueShards } },
     ]);
