@@ -259,14 +259,12 @@ pub struct InvalidDate;
 pub fn write_number(out: &mut String, n: f64) {
     if !n.is_finite() {
         out.push_str("null");
-    } else if n == n.trunc() && n.abs() < 1e21 {
-        if n == 0.0 {
-            out.push('0');
-        } else {
-            let _ = write!(out, "{n:.0}");
-        }
+    } else if n == n.trunc() && n.abs() < 9_007_199_254_740_992.0 {
+        // Safe integers (the common case): exact, no fraction; -0 is "0".
+        let _ = write!(out, "{}", n as i64);
     } else {
-        let _ = write!(out, "{}", serde_json::Number::from_f64(n).map(|x| x.to_string()).unwrap_or_default());
+        // JSON.stringify writes Number.prototype.toString's text.
+        out.push_str(&super::js::number_to_string(n));
     }
 }
 
@@ -339,6 +337,7 @@ mod tests {
     #[test]
     fn numbers_and_strings_like_json_stringify() {
         assert_eq!(rt("[1.0,-0,1.5,1e21,12345678901234]"), "[1,0,1.5,1e+21,12345678901234]");
+        assert_eq!(rt("[0.000001,2.5e-6,1e-7,123456789012345680000,-0.5]"), "[0.000001,0.0000025,1e-7,123456789012345680000,-0.5]");
         assert_eq!(rt(r#"["\u0000\u001f\b\f\n\r\t\"\\/é\u2028"]"#), "[\"\\u0000\\u001f\\b\\f\\n\\r\\t\\\"\\\\/é\u{2028}\"]");
     }
 
