@@ -9,7 +9,7 @@ use super::call::hop_request;
 use super::env::{namespace, var};
 use super::serve::json;
 use crate::wire::error::MAX_BODY_BYTES;
-use crate::wire::router::{self, content_length_too_large, decode_name, parse_body, Route, HEALTH_BODY};
+use crate::wire::router::{self, check_body, content_length_too_large, decode_name, Route, HEALTH_BODY};
 use crate::wire::RouterError;
 
 #[event(start)]
@@ -61,7 +61,7 @@ async fn handle(mut req: Request, env: &Env) -> std::result::Result<Response, Ro
         return Err(RouterError::PayloadTooLarge);
     }
     let bytes = read_limited(&mut req).await?;
-    let (_args, text) = parse_body(&bytes)?;
+    let text = check_body(&bytes)?;
     drop(bytes);
     let name = decode_name(&encoded_name)?;
     let ns = namespace(env, binding.env_name()).ok_or(RouterError::MissingBinding(binding.env_name()))?;

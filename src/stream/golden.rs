@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use crate::config::Config;
 use crate::hop::{answer, Args, Ctx};
 use crate::store::MemoryStore;
-use crate::wire::router::{decode_name, parse_body};
+use crate::wire::router::{check_body, decode_name};
 use crate::wire::{RpcError, Value};
 
 type Core = fn(&mut dyn crate::store::Store, &Ctx, &str, Args) -> Result<Value, RpcError>;
@@ -48,7 +48,8 @@ pub fn replay(file: &str, binding: &str, core: Core) -> Option<(Vec<String>, usi
         checked += 1;
         let name = decode_name(name).expect("golden names decode");
         let body = req["body"].as_str().unwrap_or_default();
-        let (args, _) = parse_body(body.as_bytes()).expect("golden bodies are argument arrays");
+        let text = check_body(body.as_bytes()).expect("golden bodies are argument arrays");
+        let Ok(Value::Array(args)) = Value::parse(&text) else { panic!("golden body {text} does not decode") };
         let store = stores.entry(name.clone()).or_default();
         let ctx = Ctx { now: 1_767_323_045_678 + i as i64, name: &name, config: &config };
         let result = store.transaction(|s| core(s, &ctx, method, Args(&args)));

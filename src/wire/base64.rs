@@ -43,28 +43,47 @@ fn is_ascii_whitespace(c: u8) -> bool {
     matches!(c, b'\t' | b'\n' | b'\x0c' | b'\r' | b' ')
 }
 
-/// `atob`-compatible decoding; `None` when the text is not base64.
-pub fn decode(text: &str) -> Option<Vec<u8>> {
+/// The symbols of `text` as `atob` sees them: ASCII whitespace dropped, then up to two
+/// trailing `=` removed when the length is a multiple of 4. `None` for an impossible
+/// length. (Alphabet membership is checked by the callers.)
+fn symbols(text: &str) -> Option<std::borrow::Cow<'_, [u8]>> {
     let raw = text.as_bytes();
-    // Canonical input (the usual case) is decoded in place; anything with whitespace is
+    // Canonical input (the usual case) is used in place; anything with whitespace is
     // compacted first.
-    let compacted: Vec<u8>;
-    let mut data: &[u8] = if raw.iter().any(|&c| is_ascii_whitespace(c)) {
-        compacted = raw.iter().copied().filter(|&c| !is_ascii_whitespace(c)).collect();
-        &compacted
+    let mut data: std::borrow::Cow<'_, [u8]> = if raw.iter().any(|&c| is_ascii_whitespace(c)) {
+        std::borrow::Cow::Owned(raw.iter().copied().filter(|&c| !is_ascii_whitespace(c)).collect())
     } else {
-        raw
+        std::borrow::Cow::Borrowed(raw)
     };
     if data.len().is_multiple_of(4) {
+        let mut len = data.len();
         for _ in 0..2 {
-            if let [rest @ .., b'='] = data {
-                data = rest;
+            if len > 0 && data.get(len - 1) == Some(&b'=') {
+                len -= 1;
             }
         }
+        data = match data {
+            std::borrow::Cow::Borrowed(b) => std::borrow::Cow::Borrowed(b.get(..len).unwrap_or_default()),
+            std::borrow::Cow::Owned(mut v) => {
+                v.truncate(len);
+                std::borrow::Cow::Owned(v)
+            }
+        };
     }
     if data.len() % 4 == 1 {
         return None;
     }
+    Some(data)
+}
+
+/// Whether `atob` would accept `text` (without decoding it).
+pub fn is_valid(text: &str) -> bool {
+    symbols(text).is_some_and(|data| data.iter().all(|&c| DECODE[usize::from(c)] <= 63))
+}
+
+/// `atob`-compatible decoding; `None` when the text is not base64.
+pub fn decode(text: &str) -> Option<Vec<u8>> {
+    let data = symbols(text)?;
     let mut out = Vec::with_capacity(data.len() / 4 * 3 + 2);
     let mut quads = data.chunks_exact(4);
     for q in &mut quads {
@@ -133,6 +152,7 @@ mod tests {
     fn rejects_non_base64() {
         for bad in ["A", "AQ=D", "A*==", "AQID=", "!!!!", "AQ==="] {
             assert!(decode(bad).is_none(), "{bad}");
+            assert!(!is_valid(bad), "{bad}");
         }
     }
 }

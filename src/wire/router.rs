@@ -4,7 +4,8 @@
 
 use super::error::{RouterError, MAX_BODY_BYTES};
 use super::uri::decode_uri_component;
-use super::value::{decode_utf8, Value};
+use super::check::{check, Shape};
+use super::value::decode_utf8;
 
 /// The exact health body (the `version` constant is stale in the reference; kept).
 pub const HEALTH_BODY: &str = r#"{"ok":true,"name":"world-celld","version":"0.1.0","specVersion":6}"#;
@@ -153,14 +154,15 @@ pub fn content_length_too_large(header: Option<&str>) -> bool {
     value.is_some_and(|v| v > MAX_BODY_BYTES as f64)
 }
 
-/// Decode and check an RPC body: the argument array, plus the UTF-8 text that the DO
-/// hop forwards.
-pub fn parse_body(bytes: &[u8]) -> Result<(Vec<Value>, String), RouterError> {
+/// Check an RPC body and return the UTF-8 text that the DO hop forwards (the DO decodes
+/// it into the argument array). Same verdicts as a full [`Value::parse`], without
+/// building the values.
+pub fn check_body(bytes: &[u8]) -> Result<String, RouterError> {
     let text = decode_utf8(bytes).into_owned();
-    match Value::parse(&text) {
-        Ok(Value::Array(args)) => Ok((args, text)),
-        Ok(_) => Err(RouterError::NotAnArray),
-        Err(_) => Err(RouterError::MalformedBody),
+    match check(&text) {
+        Some(Shape::Array) => Ok(text),
+        Some(Shape::Other) => Err(RouterError::NotAnArray),
+        None => Err(RouterError::MalformedBody),
     }
 }
 
@@ -225,11 +227,12 @@ mod tests {
 
     #[test]
     fn bodies() {
-        assert_eq!(parse_body(b"").unwrap_err(), RouterError::MalformedBody);
-        assert_eq!(parse_body(b"{").unwrap_err(), RouterError::MalformedBody);
-        assert_eq!(parse_body(b"{}").unwrap_err(), RouterError::NotAnArray);
-        assert_eq!(parse_body(b"null").unwrap_err(), RouterError::NotAnArray);
-        assert_eq!(parse_body(b"\xEF\xBB\xBF[1]").unwrap().0, vec![Value::Number(1.0)]);
+        assert_eq!(check_body(b"").unwrap_err(), RouterError::MalformedBody);
+        assert_eq!(check_body(b"{").unwrap_err(), RouterError::MalformedBody);
+        assert_eq!(check_body(b"[{\"__type\":\"Uint8Array\",\"data\":\"!\"}]").unwrap_err(), RouterError::MalformedBody);
+        assert_eq!(check_body(b"{}").unwrap_err(), RouterError::NotAnArray);
+        assert_eq!(check_body(b"null").unwrap_err(), RouterError::NotAnArray);
+        assert_eq!(check_body(b"\xEF\xBB\xBF[1]").unwrap(), "[1]");
         assert!(content_length_too_large(Some("33554433")));
         assert!(content_length_too_large(Some("1e9")));
         assert!(content_length_too_large(Some("0x2000001")));
