@@ -1,143 +1,192 @@
 //! The router's body check without building the argument tree: the same verdicts as
 //! [`Value::parse`](super::Value::parse) (malformed JSON, undecodable `Uint8Array` tag,
 //! top-level kind) at a fraction of the cost, since the Durable Object parses the
-//! forwarded text again anyway.
+//! forwarded text again anyway. It also enforces [`MAX_VALUES`].
 
 use std::borrow::Cow;
+use std::cell::Cell;
 use std::fmt;
 
-use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
 use super::base64;
 
-/// What a checked document is at its top level.
+/// Most JSON values (of any kind, at any depth) one request body may hold. A Durable
+/// Object decodes the body into a tree of values inside the isolate's 128 MB, so a 32 MiB
+/// body of tiny values (`[[],[],…]`, ~11 million of them) would exhaust it; real calls
+/// carry a few hundred values, and payloads travel as single base64 strings.
+pub const MAX_VALUES: usize = 1_000_000;
+
+/// The verdict on a document.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Shape {
+pub enum Verdict {
+    /// Decodes, and is an array at the top level.
     Array,
-    Other,
+    /// Decodes, but is not an array.
+    NotArray,
+    /// Would not decode (JSON syntax, or a `Uint8Array` tag whose data is not base64).
+    Malformed,
+    /// More than [`MAX_VALUES`] values.
+    TooManyValues,
 }
 
-/// One JSON value, checked: objects are inspected for a `Uint8Array` tag whose `data`
-/// must be base64.
-struct Check(Shape);
+/// Values still allowed, and whether the limit was hit.
+struct Budget {
+    left: Cell<usize>,
+    exceeded: Cell<bool>,
+}
 
-/// A member value that might be a tag's `__type` or `data` string.
-enum Member<'a> {
+impl Budget {
+    fn take<E: de::Error>(&self) -> Result<(), E> {
+        match self.left.get().checked_sub(1) {
+            Some(left) => {
+                self.left.set(left);
+                Ok(())
+            }
+            None => {
+                self.exceeded.set(true);
+                Err(E::custom("too many values"))
+            }
+        }
+    }
+}
+
+/// Checks one value; answers whether it was an array.
+#[derive(Clone, Copy)]
+struct Check<'b>(&'b Budget);
+
+/// Checks one member value, keeping it if it is a string (a tag's `__type` or `data`).
+#[derive(Clone, Copy)]
+struct Member<'b>(&'b Budget);
+
+enum MemberValue<'a> {
     Str(Cow<'a, str>),
     Other,
 }
 
-impl<'de> Deserialize<'de> for Member<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Member<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a JSON value")
-            }
-            fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Self::Value, E> {
-                Ok(Member::Str(Cow::Borrowed(s)))
-            }
-            fn visit_str<E: de::Error>(self, s: &str) -> Result<Self::Value, E> {
-                Ok(Member::Str(Cow::Owned(s.to_string())))
-            }
-            fn visit_string<E: de::Error>(self, s: String) -> Result<Self::Value, E> {
-                Ok(Member::Str(Cow::Owned(s)))
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-                Ok(Member::Other)
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-                Ok(Member::Other)
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-                Ok(Member::Other)
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-                Ok(Member::Other)
-            }
-            fn visit_unit<E>(self) -> Result<Self::Value, E> {
-                Ok(Member::Other)
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-                CheckVisitor.visit_seq(seq).map(|_| Member::Other)
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-                CheckVisitor.visit_map(map).map(|_| Member::Other)
-            }
-        }
-        d.deserialize_any(V)
+impl<'de> DeserializeSeed<'de> for Check<'_> {
+    type Value = bool;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
+        d.deserialize_any(self)
     }
 }
 
-struct CheckVisitor;
-
-impl<'de> Visitor<'de> for CheckVisitor {
-    type Value = Check;
+impl<'de> Visitor<'de> for Check<'_> {
+    type Value = bool;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a JSON value")
     }
-    fn visit_bool<E>(self, _: bool) -> Result<Check, E> {
-        Ok(Check(Shape::Other))
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<bool, E> {
+        self.0.take().map(|_| false)
     }
-    fn visit_i64<E>(self, _: i64) -> Result<Check, E> {
-        Ok(Check(Shape::Other))
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<bool, E> {
+        self.0.take().map(|_| false)
     }
-    fn visit_u64<E>(self, _: u64) -> Result<Check, E> {
-        Ok(Check(Shape::Other))
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<bool, E> {
+        self.0.take().map(|_| false)
     }
-    fn visit_f64<E>(self, _: f64) -> Result<Check, E> {
-        Ok(Check(Shape::Other))
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<bool, E> {
+        self.0.take().map(|_| false)
     }
-    fn visit_str<E>(self, _: &str) -> Result<Check, E> {
-        Ok(Check(Shape::Other))
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<bool, E> {
+        self.0.take().map(|_| false)
     }
-    fn visit_unit<E>(self) -> Result<Check, E> {
-        Ok(Check(Shape::Other))
+    fn visit_unit<E: de::Error>(self) -> Result<bool, E> {
+        self.0.take().map(|_| false)
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Check, A::Error> {
-        while seq.next_element::<Check>()?.is_some() {}
-        Ok(Check(Shape::Array))
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<bool, A::Error> {
+        self.0.take()?;
+        while seq.next_element_seed(self)?.is_some() {}
+        Ok(true)
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Check, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
+        self.0.take()?;
         // Duplicate keys: the last one wins, as in JSON.parse.
-        let mut tag: Option<bool> = None; // Some(true) when `__type` is "Uint8Array"
-        let mut data: Option<Member<'de>> = None;
+        let mut is_bytes_tag = false;
+        let mut data: Option<MemberValue<'de>> = None;
         while let Some(key) = map.next_key::<Cow<'de, str>>()? {
             match key.as_ref() {
                 "__type" => {
-                    let v = map.next_value::<Member<'de>>()?;
-                    tag = Some(matches!(&v, Member::Str(s) if s == "Uint8Array"));
+                    let v = map.next_value_seed(Member(self.0))?;
+                    is_bytes_tag = matches!(&v, MemberValue::Str(s) if s == "Uint8Array");
                 }
-                "data" => data = Some(map.next_value::<Member<'de>>()?),
+                "data" => data = Some(map.next_value_seed(Member(self.0))?),
                 _ => {
-                    map.next_value::<Check>()?;
+                    map.next_value_seed(self)?;
                 }
             }
         }
-        if let (Some(true), Some(Member::Str(text))) = (tag, &data) {
+        if let (true, Some(MemberValue::Str(text))) = (is_bytes_tag, &data) {
             if !base64::is_valid(text) {
                 return Err(de::Error::custom("invalid base64 in Uint8Array tag"));
             }
         }
-        Ok(Check(Shape::Other))
+        Ok(false)
     }
 }
 
-impl<'de> Deserialize<'de> for Check {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Check, D::Error> {
-        d.deserialize_any(CheckVisitor)
+impl<'de> DeserializeSeed<'de> for Member<'_> {
+    type Value = MemberValue<'de>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
     }
 }
 
-/// Check a whole document: `None` when [`Value::parse`](super::Value::parse) would fail.
-pub fn check(text: &str) -> Option<Shape> {
+impl<'de> Visitor<'de> for Member<'_> {
+    type Value = MemberValue<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Self::Value, E> {
+        self.0.take().map(|_| MemberValue::Str(Cow::Borrowed(s)))
+    }
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<Self::Value, E> {
+        self.0.take().map(|_| MemberValue::Str(Cow::Owned(s.to_string())))
+    }
+    fn visit_string<E: de::Error>(self, s: String) -> Result<Self::Value, E> {
+        self.0.take().map(|_| MemberValue::Str(Cow::Owned(s)))
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+        self.0.take().map(|_| MemberValue::Other)
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+        self.0.take().map(|_| MemberValue::Other)
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+        self.0.take().map(|_| MemberValue::Other)
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+        self.0.take().map(|_| MemberValue::Other)
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        self.0.take().map(|_| MemberValue::Other)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        Check(self.0).visit_seq(seq).map(|_| MemberValue::Other)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        Check(self.0).visit_map(map).map(|_| MemberValue::Other)
+    }
+}
+
+/// Check a whole document.
+pub fn check(text: &str) -> Verdict {
+    check_with_limit(text, MAX_VALUES)
+}
+
+fn check_with_limit(text: &str, limit: usize) -> Verdict {
     let text = super::value::replace_lone_surrogates(text);
+    let budget = Budget { left: Cell::new(limit), exceeded: Cell::new(false) };
     let mut de = serde_json::Deserializer::from_str(&text);
-    let shape = Check::deserialize(&mut de).ok()?.0;
-    de.end().ok()?;
-    Some(shape)
+    let result = Check(&budget).deserialize(&mut de).and_then(|is_array| de.end().map(|_| is_array));
+    match result {
+        _ if budget.exceeded.get() => Verdict::TooManyValues,
+        Ok(true) => Verdict::Array,
+        Ok(false) => Verdict::NotArray,
+        Err(_) => Verdict::Malformed,
+    }
 }
 
 #[cfg(test)]
@@ -146,11 +195,11 @@ mod tests {
     use crate::wire::Value;
 
     /// The verdict of the full parse, for comparison.
-    fn parse_shape(text: &str) -> Option<Shape> {
+    fn parse_verdict(text: &str) -> Verdict {
         match Value::parse(text) {
-            Ok(Value::Array(_)) => Some(Shape::Array),
-            Ok(_) => Some(Shape::Other),
-            Err(_) => None,
+            Ok(Value::Array(_)) => Verdict::Array,
+            Ok(_) => Verdict::NotArray,
+            Err(_) => Verdict::Malformed,
         }
     }
 
@@ -172,11 +221,27 @@ mod tests {
             r#"[{"__type":"Uint8Array","data":" A Q = = "}]"#,
             r#"[{"__type":"Uint8Array","data":"AQ\u003d\u003d"}]"#,
             r#"[{"__type":"Uint8Array","data":{"__type":"Uint8Array","data":"!!"}}]"#,
+            r#"[{"__type":"Uint8Array","data":["!!"]}]"#,
             r#"["\ud800"]"#, r#"["\ud8"]"#, "[\"\\u00e9\"]", "[1e400]", "[-0]",
             r#"{"__type":"Uint8Array","data":"AQID"}"#,
         ];
         for text in cases {
-            assert_eq!(check(text), parse_shape(text), "{text}");
+            assert_eq!(check(text), parse_verdict(text), "{text}");
         }
+    }
+
+    #[test]
+    fn counts_every_value_at_any_depth() {
+        // [ {a:1, b:[2,3]}, "x" ] holds 7 values.
+        let text = r#"[{"a":1,"b":[2,3]},"x"]"#;
+        assert_eq!(check_with_limit(text, 7), Verdict::Array);
+        assert_eq!(check_with_limit(text, 6), Verdict::TooManyValues);
+        let tag = r#"[{"__type":"Uint8Array","data":"AQID"}]"#;
+        assert_eq!(check_with_limit(tag, 4), Verdict::Array);
+        assert_eq!(check_with_limit(tag, 3), Verdict::TooManyValues);
+        let many = format!("[{}0]", "0,".repeat(MAX_VALUES));
+        assert_eq!(check(&many), Verdict::TooManyValues);
+        let fits = format!("[{}0]", "0,".repeat(MAX_VALUES - 2));
+        assert_eq!(check(&fits), Verdict::Array);
     }
 }

@@ -84,6 +84,9 @@ pub enum RouterError {
     UnknownBinding(String),
     UnknownMethod { binding: String, method: String },
     PayloadTooLarge,
+    /// Our limit: more JSON values than [`super::check::MAX_VALUES`] (a body the DO could
+    /// not decode within the isolate's memory).
+    TooManyValues,
     MalformedBody,
     NotAnArray,
     /// Our fix of a reference quirk: an invalid percent-escape in the DO name
@@ -105,7 +108,7 @@ impl RouterError {
             | RouterError::UnknownMethod { .. } => 404,
             RouterError::NotConfigured => 503,
             RouterError::Unauthorized => 401,
-            RouterError::PayloadTooLarge => 413,
+            RouterError::PayloadTooLarge | RouterError::TooManyValues => 413,
             RouterError::MalformedBody | RouterError::NotAnArray | RouterError::MalformedName => 400,
             RouterError::MissingBinding(_) | RouterError::Internal(_) => 500,
         }
@@ -119,7 +122,7 @@ impl RouterError {
             | RouterError::UnknownMethod { .. } => "NotFound",
             RouterError::NotConfigured => "WorldNotConfigured",
             RouterError::Unauthorized => "Unauthorized",
-            RouterError::PayloadTooLarge => "PayloadTooLarge",
+            RouterError::PayloadTooLarge | RouterError::TooManyValues => "PayloadTooLarge",
             RouterError::MalformedBody | RouterError::NotAnArray | RouterError::MalformedName => "BadRequest",
             RouterError::MissingBinding(_) => "WorldMisconfigured",
             RouterError::Internal(_) => "Error",
@@ -135,6 +138,7 @@ impl RouterError {
             RouterError::UnknownBinding(b) => format!("unknown binding: {b}"),
             RouterError::UnknownMethod { binding, method } => format!("unknown method: {binding}.{method}"),
             RouterError::PayloadTooLarge => format!("body exceeds {MAX_BODY_BYTES} bytes"),
+            RouterError::TooManyValues => format!("body exceeds {} values", super::check::MAX_VALUES),
             RouterError::MalformedBody => "malformed rpc body".into(),
             RouterError::NotAnArray => "body must be an argument array".into(),
             RouterError::MalformedName => "malformed rpc name".into(),

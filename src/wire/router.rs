@@ -4,7 +4,7 @@
 
 use super::error::{RouterError, MAX_BODY_BYTES};
 use super::uri::decode_uri_component;
-use super::check::{check, Shape};
+use super::check::{check, Verdict};
 use super::value::decode_utf8;
 
 /// The exact health body (the `version` constant is stale in the reference; kept).
@@ -160,9 +160,10 @@ pub fn content_length_too_large(header: Option<&str>) -> bool {
 pub fn check_body(bytes: &[u8]) -> Result<String, RouterError> {
     let text = decode_utf8(bytes).into_owned();
     match check(&text) {
-        Some(Shape::Array) => Ok(text),
-        Some(Shape::Other) => Err(RouterError::NotAnArray),
-        None => Err(RouterError::MalformedBody),
+        Verdict::Array => Ok(text),
+        Verdict::NotArray => Err(RouterError::NotAnArray),
+        Verdict::Malformed => Err(RouterError::MalformedBody),
+        Verdict::TooManyValues => Err(RouterError::TooManyValues),
     }
 }
 

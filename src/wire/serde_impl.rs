@@ -51,8 +51,8 @@ impl Serialize for Value {
 
 impl<'de> Deserialize<'de> for Value {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
-        let raw = serde_json::Value::deserialize(d)?;
-        Value::from_json(raw, None).map_err(|e| serde::de::Error::custom(e.0))
+        use serde::de::DeserializeSeed;
+        super::value::Revive { date_key: false }.deserialize(d)
     }
 }
 

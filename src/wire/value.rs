@@ -88,49 +88,28 @@ impl Value {
         self.get(key).filter(|v| !v.is_null())
     }
 
-    /// Parse a tagged-JSON document (the whole text).
+    /// Parse a tagged-JSON document (the whole text), reviving tags bottom-up in one pass
+    /// (no intermediate JSON tree).
     pub fn parse(text: &str) -> Result<Value, DecodeError> {
+        use serde::de::DeserializeSeed;
         let text = replace_lone_surrogates(text);
-        let raw: serde_json::Value =
-            serde_json::from_str(&text).map_err(|e| DecodeError(e.to_string()))?;
-        Self::from_json(raw, None)
+        let mut de = serde_json::Deserializer::from_str(&text);
+        let value = Revive { date_key: false }.deserialize(&mut de).map_err(|e| DecodeError(e.to_string()))?;
+        de.end().map_err(|e| DecodeError(e.to_string()))?;
+        Ok(value)
     }
 
-    /// Revive tags bottom-up from a plain JSON value. `key` is the member name this value
-    /// sits under, for the date-key fallback.
-    pub fn from_json(raw: serde_json::Value, key: Option<&str>) -> Result<Value, DecodeError> {
-        Ok(match raw {
-            serde_json::Value::Null => Value::Null,
-            serde_json::Value::Bool(b) => Value::Bool(b),
-            serde_json::Value::Number(n) => Value::Number(n.as_f64().unwrap_or(f64::NAN)),
-            serde_json::Value::String(s) => {
-                if key.is_some_and(|k| DATE_KEYS.contains(&k)) {
-                    if let Some(ms) = date::parse_date(&s) {
-                        return Ok(Value::Date(Some(ms)));
-                    }
-                }
-                Value::String(s)
-            }
-            serde_json::Value::Array(items) => Value::Array(
-                items.into_iter().map(|v| Self::from_json(v, None)).collect::<Result<_, _>>()?,
+    /// The value an object becomes once its members are decoded: a Date or byte array for
+    /// the two tag forms, else the object itself.
+    fn from_members(map: Map) -> Result<Value, DecodeError> {
+        Ok(match (map.get("__type").and_then(Value::as_str), map.get("iso"), map.get("data")) {
+            (Some("Date"), Some(Value::String(iso)), _) => Value::Date(date::parse_date(iso)),
+            // `iso` is not a date key, so it is still a string here unless it came from a
+            // nested tag; a non-string `iso` or `data` leaves the object alone.
+            (Some("Uint8Array"), _, Some(Value::String(data))) => Value::Bytes(
+                base64::decode(data).ok_or_else(|| DecodeError("invalid base64 in Uint8Array tag".into()))?,
             ),
-            serde_json::Value::Object(members) => {
-                let mut map = Map::new();
-                for (k, v) in members {
-                    let v = Self::from_json(v, Some(&k))?;
-                    map.insert(k, v);
-                }
-                match (map.get("__type").and_then(Value::as_str), map.get("iso"), map.get("data")) {
-                    (Some("Date"), Some(Value::String(iso)), _) => Value::Date(date::parse_date(iso)),
-                    // `iso` itself is not a date key, so it is still a string here unless it was
-                    // revived from a nested tag; a non-string `iso` leaves the object alone.
-                    (Some("Uint8Array"), _, Some(Value::String(data))) => Value::Bytes(
-                        base64::decode(data)
-                            .ok_or_else(|| DecodeError("invalid base64 in Uint8Array tag".into()))?,
-                    ),
-                    _ => Value::Object(map),
-                }
-            }
+            _ => Value::Object(map),
         })
     }
 
@@ -247,6 +226,69 @@ pub fn replace_lone_surrogates(text: &str) -> std::borrow::Cow<'_, str> {
             o.push_str(&text[copied..]);
             std::borrow::Cow::Owned(o)
         }
+    }
+}
+
+/// Decodes one value the codec's way; `date_key` says whether it is the member of one of
+/// the [`DATE_KEYS`] (whose date-like strings become Dates).
+pub(crate) struct Revive {
+    pub date_key: bool,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Revive {
+    type Value = Value;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Revive {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_bool<E>(self, b: bool) -> Result<Value, E> {
+        Ok(Value::Bool(b))
+    }
+    fn visit_i64<E>(self, n: i64) -> Result<Value, E> {
+        Ok(Value::Number(n as f64))
+    }
+    fn visit_u64<E>(self, n: u64) -> Result<Value, E> {
+        Ok(Value::Number(n as f64))
+    }
+    fn visit_f64<E>(self, n: f64) -> Result<Value, E> {
+        Ok(Value::Number(n))
+    }
+    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Value, E> {
+        self.visit_string(s.to_string())
+    }
+    fn visit_string<E: serde::de::Error>(self, s: String) -> Result<Value, E> {
+        if self.date_key {
+            if let Some(ms) = date::parse_date(&s) {
+                return Ok(Value::Date(Some(ms)));
+            }
+        }
+        Ok(Value::String(s))
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
+        while let Some(v) = seq.next_element_seed(Revive { date_key: false })? {
+            items.push(v);
+        }
+        Ok(Value::Array(items))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
+        let mut map = Map::new();
+        while let Some(key) = access.next_key::<String>()? {
+            let value = access.next_value_seed(Revive { date_key: DATE_KEYS.contains(&key.as_str()) })?;
+            // A duplicate key: the last one wins, as in JSON.parse.
+            map.insert(key, value);
+        }
+        Value::from_members(map).map_err(|e| serde::de::Error::custom(e.0))
     }
 }
 
