@@ -73,7 +73,14 @@ impl DurableObject for WorkflowRunDO {
             let mut alarm = Alarm::unknown();
             let out = in_transaction(&storage, |s| crate::run::call(s, &ctx, &mut alarm, &call.method, Args(&call.args)));
             match out {
-                Ok(v) => apply_alarm(&storage, alarm.change()).await.map(|_| v),
+                Ok(v) => {
+                    // The call has committed: answer it even if the alarm cannot be set. The
+                    // run is fenced by time regardless, and `rearmCleanup` re-arms.
+                    if let Err(e) = apply_alarm(&storage, alarm.change()).await {
+                        worker::console_error!("WorkflowRunDO {}: committed, but {}", call.method, e.message);
+                    }
+                    Ok(v)
+                }
                 Err(e) => Err(e),
             }
         };
