@@ -6,13 +6,19 @@
 //!
 //! ## Map
 //! * [`wire`] — the public HTTP protocol: tagged-JSON [`wire::Value`] codec, JavaScript
-//!   date/URI rules, the router's decisions ([`wire::router`]) and the error table.
+//!   date/URI/value semantics ([`wire::js`]), the router's decisions ([`wire::router`],
+//!   with the allocation-free body check [`wire::check`]) and the error table.
 //! * [`store`] — the synchronous key/value [`store::Store`] trait every DO core runs on
-//!   (one call = one transaction), and the in-memory store the native tests use.
+//!   (one call = one transaction), the object's alarm as one call sees it
+//!   ([`store::alarm`]), how arbitrary values are kept ([`store::slot`]), and the
+//!   in-memory store the native tests use.
 //! * [`hop`] — the private router → DO request shape and the per-call context
 //!   ([`hop::Ctx`]: one clock reading, instance name, [`config::Config`]).
 //! * [`stream`], [`index`], [`run`], [`queue`] — the behaviour of `StreamDO`, `IndexDO`,
-//!   `WorkflowRunDO` and `QueueDO`, as plain Rust over `Store`.
+//!   `WorkflowRunDO` and `QueueDO`, as plain Rust over `Store`. The parts that need I/O
+//!   are split into storage steps and a driver generic over its host: the queue's
+//!   claim → deliver → settle loop, and the run's retention cleanup
+//!   ([`run::cleanup::driver`]), which native tests run against the real cores.
 //! * `shell` (wasm only) — everything that touches `worker`/`wasm-bindgen`: the fetch
 //!   entry, the four DO classes, the storage adapter over `ctx.storage.kv` inside
 //!   `transactionSync`, alarms and outbound fetch.
