@@ -1,4 +1,4 @@
-//! The cleanup loop (retention.md §3): storage steps from [`super::phases`] alternated
+//! The cleanup loop (retention.md §3): storage steps ([`super::next_step`] and friends) alternated
 //! with calls to the IndexDO, StreamDOs and QueueDO shards. Generic over
 //! [`CleanupHost`], so the wasm shell runs it against real Durable Objects and the
 //! native tests against the real cores on in-memory stores.

@@ -1,5 +1,5 @@
 //! The `@workflow/world` 5.0.0-beta.27 schemas the run DO validates with (spec
-//! `schemas.md` §6–7), expressed in the [`Schema`](super::zod::Schema) vocabulary with
+//! `schemas.md` §6–7), expressed in the [`Schema`] vocabulary with
 //! zod's member order (which decides the issue order).
 
 use std::sync::OnceLock;
