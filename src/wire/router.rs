@@ -155,7 +155,7 @@ pub fn content_length_too_large(header: Option<&str>) -> bool {
 }
 
 /// Check an RPC body and return the UTF-8 text that the DO hop forwards (the DO decodes
-/// it into the argument array). Same verdicts as a full [`Value::parse`], without
+/// it into the argument array). Same verdicts as a full [`Value::parse`](super::Value::parse), without
 /// building the values.
 pub fn check_body(bytes: &[u8]) -> Result<String, RouterError> {
     let text = decode_utf8(bytes).into_owned();
