@@ -6,12 +6,12 @@
 
 use std::cell::RefCell;
 
-use js_sys::{Function, Object, Reflect};
+use js_sys::{Function, Object, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use worker::Storage;
 
-use crate::store::{ListOptions, Store, StoreResult};
+use crate::store::{ListOptions, Store, StoreResult, Stored};
 use crate::wire::RpcError;
 
 #[wasm_bindgen]
@@ -22,7 +22,7 @@ extern "C" {
     #[wasm_bindgen(method, catch, js_name = get)]
     fn kv_get(this: &SyncKv, key: &str) -> Result<JsValue, JsValue>;
     #[wasm_bindgen(method, catch, js_name = put)]
-    fn kv_put(this: &SyncKv, key: &str, value: &str) -> Result<JsValue, JsValue>;
+    fn kv_put(this: &SyncKv, key: &str, value: &JsValue) -> Result<JsValue, JsValue>;
     #[wasm_bindgen(method, catch, js_name = delete)]
     fn kv_delete(this: &SyncKv, key: &str) -> Result<JsValue, JsValue>;
     #[wasm_bindgen(method, catch, js_name = list)]
@@ -46,19 +46,40 @@ pub fn js_error(e: &JsValue) -> RpcError {
     }
 }
 
-/// [`Store`] on `ctx.storage.kv`. Values are stored as JavaScript strings.
+/// [`Store`] on `ctx.storage.kv`. Text values are stored as JavaScript strings, bytes as a
+/// `Uint8Array` (which the platform stores and returns as is).
 pub struct KvStore {
     kv: SyncKv,
 }
 
+/// A value read back from storage: a string is text, a `Uint8Array` bytes, `undefined` (or
+/// `null`) absent. We store nothing else.
+fn stored(key: &str, v: JsValue) -> StoreResult<Option<Stored>> {
+    if let Some(text) = v.as_string() {
+        Ok(Some(Stored::Text(text)))
+    } else if let Some(bytes) = v.dyn_ref::<Uint8Array>() {
+        Ok(Some(Stored::Bytes(bytes.to_vec())))
+    } else if v.is_undefined() || v.is_null() {
+        Ok(None)
+    } else {
+        Err(RpcError::error(format!("unexpected stored value at {key}")))
+    }
+}
+
 impl Store for KvStore {
-    fn get(&mut self, key: &str) -> StoreResult<Option<String>> {
+    fn get_value(&mut self, key: &str) -> StoreResult<Option<Stored>> {
         let v = self.kv.kv_get(key).map_err(|e| js_error(&e))?;
-        Ok(v.as_string())
+        stored(key, v)
     }
 
     fn put(&mut self, key: &str, value: &str) -> StoreResult<()> {
-        self.kv.kv_put(key, value).map_err(|e| js_error(&e))?;
+        self.kv.kv_put(key, &JsValue::from_str(value)).map_err(|e| js_error(&e))?;
+        Ok(())
+    }
+
+    fn put_bytes(&mut self, key: &str, value: &[u8]) -> StoreResult<()> {
+        // `from` copies the bytes out of wasm memory into a fresh JavaScript array.
+        self.kv.kv_put(key, &Uint8Array::from(value)).map_err(|e| js_error(&e))?;
         Ok(())
     }
 
@@ -67,7 +88,7 @@ impl Store for KvStore {
         Ok(v.as_bool().unwrap_or(false))
     }
 
-    fn list(&mut self, o: &ListOptions) -> StoreResult<Vec<(String, String)>> {
+    fn list_values(&mut self, o: &ListOptions) -> StoreResult<Vec<(String, Stored)>> {
         let opts = Object::new();
         let set = |k: &str, v: JsValue| Reflect::set(&opts, &JsValue::from_str(k), &v).map(|_| ());
         let mut r = Ok(());
@@ -92,7 +113,7 @@ impl Store for KvStore {
             let entry = entry.map_err(|e| js_error(&e))?;
             let pair: js_sys::Array = entry.unchecked_into();
             let key = pair.get(0).as_string().unwrap_or_default();
-            let value = pair.get(1).as_string().unwrap_or_default();
+            let value = stored(&key, pair.get(1))?.ok_or_else(|| RpcError::error(format!("storage list returned no value at {key}")))?;
             out.push((key, value));
         }
         Ok(out)

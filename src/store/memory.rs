@@ -4,12 +4,12 @@
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
-use super::{ListOptions, Store, StoreResult};
+use super::{ListOptions, Store, StoreResult, Stored};
 use crate::wire::RpcError;
 
 #[derive(Debug, Default, Clone)]
 pub struct MemoryStore {
-    pub data: BTreeMap<String, String>,
+    pub data: BTreeMap<String, Stored>,
     /// When set, every operation fails with this message (failure injection).
     pub fail_with: Option<String>,
 }
@@ -29,6 +29,11 @@ impl MemoryStore {
         result
     }
 
+    /// The text stored at `key` (`None` when absent or bytes).
+    pub fn text(&self, key: &str) -> Option<&str> {
+        self.data.get(key).and_then(Stored::as_text)
+    }
+
     pub fn keys(&self) -> Vec<&str> {
         self.data.keys().map(String::as_str).collect()
     }
@@ -42,14 +47,20 @@ impl MemoryStore {
 }
 
 impl Store for MemoryStore {
-    fn get(&mut self, key: &str) -> StoreResult<Option<String>> {
+    fn get_value(&mut self, key: &str) -> StoreResult<Option<Stored>> {
         self.check()?;
         Ok(self.data.get(key).cloned())
     }
 
     fn put(&mut self, key: &str, value: &str) -> StoreResult<()> {
         self.check()?;
-        self.data.insert(key.to_string(), value.to_string());
+        self.data.insert(key.to_string(), Stored::Text(value.to_string()));
+        Ok(())
+    }
+
+    fn put_bytes(&mut self, key: &str, value: &[u8]) -> StoreResult<()> {
+        self.check()?;
+        self.data.insert(key.to_string(), Stored::Bytes(value.to_vec()));
         Ok(())
     }
 
@@ -58,7 +69,7 @@ impl Store for MemoryStore {
         Ok(self.data.remove(key).is_some())
     }
 
-    fn list(&mut self, o: &ListOptions) -> StoreResult<Vec<(String, String)>> {
+    fn list_values(&mut self, o: &ListOptions) -> StoreResult<Vec<(String, Stored)>> {
         self.check()?;
         if o.limit == Some(0) {
             return Err(RpcError::list_limit());
@@ -71,8 +82,8 @@ impl Store for MemoryStore {
         };
         let range = self.data.range::<String, _>((lower, Bound::Unbounded));
         let limit = o.limit.unwrap_or(usize::MAX);
-        let matching = |(k, _): &(&String, &String)| o.admits(k);
-        let out: Vec<(String, String)> = if o.reverse {
+        let matching = |(k, _): &(&String, &Stored)| o.admits(k);
+        let out: Vec<(String, Stored)> = if o.reverse {
             range.filter(matching).collect::<Vec<_>>().into_iter().rev().take(limit).map(|(k, v)| (k.clone(), v.clone())).collect()
         } else {
             range
@@ -124,5 +135,40 @@ mod tests {
         });
         assert!(r.is_err());
         assert_eq!(s.keys(), ["a"]);
+    }
+
+    #[test]
+    fn bytes_values_get_list_and_roll_back() {
+        let mut s = store(&["a"]);
+        s.put_bytes("b:1", &[0, 1, 0xff]).unwrap();
+        s.put_value("b:2", &Stored::Bytes(vec![])).unwrap();
+        s.put_value("b:3", &Stored::Text("t".into())).unwrap();
+        assert_eq!(s.get_value("b:1").unwrap(), Some(Stored::Bytes(vec![0, 1, 0xff])));
+        assert_eq!(s.get_value("b:2").unwrap(), Some(Stored::Bytes(vec![])));
+        assert_eq!(s.get_value("a").unwrap(), Some(Stored::Text("v".into())));
+        assert_eq!(s.get_value("zz").unwrap(), None);
+        // The string methods keep working on text and refuse bytes.
+        assert_eq!(s.get("b:3").unwrap().as_deref(), Some("t"));
+        assert_eq!(s.get("b:1").unwrap_err().message, "value at b:1 is bytes");
+        assert_eq!(s.list(&ListOptions::prefix("b:")).unwrap_err().message, "value at b:1 is bytes");
+        assert_eq!(s.list(&ListOptions::prefix("b:3")).unwrap(), [("b:3".to_string(), "t".to_string())]);
+        // Mixed listings: values in key order, keys whatever the values.
+        assert_eq!(
+            s.list_values(&ListOptions::prefix("b:").reverse(true).limit(2)).unwrap(),
+            [("b:3".to_string(), Stored::Text("t".into())), ("b:2".to_string(), Stored::Bytes(vec![]))]
+        );
+        assert_eq!(s.list_keys(&ListOptions::default()).unwrap(), ["a", "b:1", "b:2", "b:3"]);
+        // A failed transaction undoes bytes writes and deletes too.
+        let r: Result<(), RpcError> = s.transaction(|t| {
+            t.put_bytes("b:1", &[9])?;
+            t.put_bytes("c", &[1])?;
+            t.delete("b:2")?;
+            Err(RpcError::error("boom"))
+        });
+        assert!(r.is_err());
+        assert_eq!(s.keys(), ["a", "b:1", "b:2", "b:3"]);
+        assert_eq!(s.data["b:1"], Stored::Bytes(vec![0, 1, 0xff]));
+        assert_eq!(s.text("b:3"), Some("t"));
+        assert_eq!(s.text("b:1"), None);
     }
 }

@@ -1,5 +1,6 @@
-//! The storage every Durable Object core runs on: an ordered string key → string value
-//! map, the shape of `ctx.storage.kv` on SQLite-backed objects.
+//! The storage every Durable Object core runs on: an ordered string key → value map (a
+//! value is text or bytes, [`Stored`]), the shape of `ctx.storage.kv` on SQLite-backed
+//! objects.
 //!
 //! A core method receives `&mut dyn Store` for the duration of one call; the shell runs
 //! that call inside one storage transaction (`transactionSync`), so a method's writes land
@@ -7,7 +8,10 @@
 //! implementation used by the native tests; it offers the same all-or-nothing behaviour
 //! through [`MemoryStore::transaction`].
 //!
-//! Values are JSON text of each core's typed records (see the `records` modules).
+//! Values are JSON text of each core's typed records (see the `records` modules), except
+//! byte-array stream chunks, which are kept as raw bytes ([`Stored::Bytes`]): the platform
+//! stores a `Uint8Array` as is, so a chunk costs its own size instead of 4/3 of it in
+//! base64.
 
 pub mod alarm;
 pub mod js_args;
@@ -70,15 +74,99 @@ impl ListOptions {
     }
 }
 
+/// One stored value: text (every record) or raw bytes (stream chunks, stored on the
+/// platform as a `Uint8Array`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stored {
+    Text(String),
+    Bytes(Vec<u8>),
+}
+
+impl Stored {
+    /// The text, or `None` for bytes.
+    pub fn as_text(&self) -> Option<&str> {
+        match self {
+            Stored::Text(t) => Some(t),
+            Stored::Bytes(_) => None,
+        }
+    }
+
+    /// The text, or the error the string-valued methods give for a bytes value.
+    pub fn into_text(self, key: &str) -> StoreResult<String> {
+        match self {
+            Stored::Text(t) => Ok(t),
+            Stored::Bytes(_) => Err(RpcError::error(format!("value at {key} is bytes"))),
+        }
+    }
+}
+
+impl From<&str> for Stored {
+    fn from(text: &str) -> Self {
+        Stored::Text(text.to_string())
+    }
+}
+
+impl From<String> for Stored {
+    fn from(text: String) -> Self {
+        Stored::Text(text)
+    }
+}
+
+impl PartialEq<str> for Stored {
+    fn eq(&self, other: &str) -> bool {
+        self.as_text() == Some(other)
+    }
+}
+
+impl PartialEq<&str> for Stored {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_text() == Some(*other)
+    }
+}
+
 /// Synchronous key/value storage for one object, inside one transaction.
+///
+/// The value-level methods ([`Store::get_value`], [`Store::put_bytes`],
+/// [`Store::list_values`]) see text and bytes; the string methods ([`Store::get`],
+/// [`Store::list`]) are for keys that only ever hold text and refuse a bytes value
+/// (`value at <key> is bytes`). Key-only listings use [`Store::list_keys`], which works on
+/// any mix.
 pub trait Store {
-    fn get(&mut self, key: &str) -> StoreResult<Option<String>>;
+    fn get_value(&mut self, key: &str) -> StoreResult<Option<Stored>>;
     fn put(&mut self, key: &str, value: &str) -> StoreResult<()>;
+    fn put_bytes(&mut self, key: &str, value: &[u8]) -> StoreResult<()>;
     /// Returns whether the key existed.
     fn delete(&mut self, key: &str) -> StoreResult<bool>;
     /// Entries in key order (descending when `reverse`), at most `limit`.
-    fn list(&mut self, options: &ListOptions) -> StoreResult<Vec<(String, String)>>;
+    fn list_values(&mut self, options: &ListOptions) -> StoreResult<Vec<(String, Stored)>>;
 
+    fn put_value(&mut self, key: &str, value: &Stored) -> StoreResult<()> {
+        match value {
+            Stored::Text(t) => self.put(key, t),
+            Stored::Bytes(b) => self.put_bytes(key, b),
+        }
+    }
+
+    /// A text value; a bytes value is an error.
+    fn get(&mut self, key: &str) -> StoreResult<Option<String>> {
+        self.get_value(key)?.map(|v| v.into_text(key)).transpose()
+    }
+
+    /// Text entries, as [`Store::list_values`]; a bytes value is an error.
+    fn list(&mut self, options: &ListOptions) -> StoreResult<Vec<(String, String)>> {
+        self.list_values(options)?
+            .into_iter()
+            .map(|(k, v)| {
+                let text = v.into_text(&k)?;
+                Ok((k, text))
+            })
+            .collect()
+    }
+
+    /// Keys only, as [`Store::list_values`], whatever the values are.
+    fn list_keys(&mut self, options: &ListOptions) -> StoreResult<Vec<String>> {
+        Ok(self.list_values(options)?.into_iter().map(|(k, _)| k).collect())
+    }
 }
 
 /// Read and decode a typed record stored as JSON.
@@ -99,7 +187,7 @@ pub fn put_json<T: serde::Serialize>(store: &mut dyn Store, key: &str, value: &T
 
 /// Delete every key under `prefix` (in batches), returning how many were deleted.
 pub fn delete_prefix(store: &mut dyn Store, prefix: &str) -> StoreResult<usize> {
-    let keys: Vec<String> = store.list(&ListOptions::prefix(prefix))?.into_iter().map(|(k, _)| k).collect();
+    let keys = store.list_keys(&ListOptions::prefix(prefix))?;
     for k in &keys {
         store.delete(k)?;
     }

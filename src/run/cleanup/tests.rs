@@ -245,7 +245,7 @@ fn terminal_run_is_retained_then_cleaned_everywhere() {
     assert!(w.peer(Binding::Streams, "stream:out", "writeChunk", vec![Value::str(RUN), Value::Bytes(vec![9])]).is_err());
 
     // The tombstone holds no payload.
-    let tombstone = w.run.borrow().data.get("retention:tombstone").cloned().unwrap();
+    let tombstone = w.run.borrow().text("retention:tombstone").unwrap().to_string();
     assert!(!tombstone.contains("AQID") && !tombstone.contains("Aw=="), "{tombstone}");
 }
 

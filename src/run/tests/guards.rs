@@ -77,7 +77,7 @@ fn malformed_requests_throw_type_errors() {
 fn event_ids_are_dense_persisted_slots() {
     let mut h = Harness::new();
     h.start_run();
-    assert_eq!(h.store.data.get("event_sequence").map(String::as_str), Some("2"));
+    assert_eq!(h.store.text("event_sequence"), Some("2"));
     for i in 0..10 {
         h.apply(&format!(r#"{{"eventType":"step_created","correlationId":"s{i}","eventData":{{"stepName":"n","input":1}}}}"#));
         // A failure in between takes no slot.
@@ -86,7 +86,7 @@ fn event_ids_are_dense_persisted_slots() {
     let ids: Vec<String> = h.events().iter().map(|e| s(e, "eventId").to_string()).collect();
     let want: Vec<String> = (1..=12).map(|i| format!("evnt_{i:026}")).collect();
     assert_eq!(ids, want);
-    assert_eq!(h.store.data.get("event_sequence").map(String::as_str), Some("12"));
+    assert_eq!(h.store.text("event_sequence"), Some("12"));
 }
 
 #[test]
@@ -96,5 +96,5 @@ fn idempotent_outcomes_still_persist_the_sequence() {
     h.store.data.remove("event_sequence");
     // A replay appends nothing but writes event_sequence (unchanged value 0 here).
     h.create_run();
-    assert_eq!(h.store.data.get("event_sequence").map(String::as_str), Some("0"));
+    assert_eq!(h.store.text("event_sequence"), Some("0"));
 }

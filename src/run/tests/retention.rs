@@ -18,7 +18,7 @@ fn terminal_outcome_schedules_cleanup() {
     assert_eq!(at(&out, "run.expiredAt"), Some(&Value::date(completed_ms + 1000)));
     assert_eq!(json(at(&out, "run.error").unwrap()), r#"{"code":"USER_ERROR","message":"Unknown error"}"#);
     assert_eq!(h.take_alarm(), Some(completed_ms + 1000));
-    let record = Value::parse(h.store.data.get("retention:cleanup").unwrap()).unwrap();
+    let record = Value::parse(h.store.text("retention:cleanup").unwrap()).unwrap();
     let want = format!(
         r#"{{"version":1,"runId":"wrun_A","workflowName":"wf","createdAt":{{"__type":"Date","iso":"{}"}},"completedAt":{{"__type":"Date","iso":"{}"}},"terminalStatus":"failed","dueAt":{{"__type":"Date","iso":"{}"}},"queueShards":2,"phase":"retained","attempts":0,"deletedPayloadKeys":0,"deletedStreams":0,"deletedQueueMessages":0}}"#,
         iso(T0 + 1),
@@ -42,10 +42,10 @@ fn no_scheduling_without_retention_or_twice() {
     h.request(&req(0)).unwrap();
     let out = h.request(&req(60_000)).unwrap();
     assert!(at(&out, "run.expiredAt").is_some());
-    let record = h.store.data.get("retention:cleanup").cloned().unwrap();
+    let record = h.store.text("retention:cleanup").unwrap().to_string();
     assert!(record.contains(r#""queueShards":1"#), "{record}");
     h.request(&req(5)).unwrap();
-    assert_eq!(h.store.data.get("retention:cleanup"), Some(&record));
+    assert_eq!(h.store.text("retention:cleanup"), Some(record.as_str()));
 }
 
 #[test]
@@ -56,7 +56,7 @@ fn reads_and_writes_are_fenced_once_due() {
     assert_ok(&h.read("getRun", vec![]));
     h.tick(1000);
     let expected_due = {
-        let rec = Value::parse(h.store.data.get("retention:cleanup").unwrap()).unwrap();
+        let rec = Value::parse(h.store.text("retention:cleanup").unwrap()).unwrap();
         rec.get("dueAt").cloned().unwrap()
     };
     let Value::Date(Some(due)) = expected_due else { panic!() };
@@ -105,8 +105,8 @@ fn correlation_and_hook_markers() {
     let Value::Date(Some(created)) = at(&out, "event.createdAt").cloned().unwrap() else { panic!() };
     let index_key = format!("correlation:h%2F1:{created:013}:evnt_00000000000000000000000003:wrun_A");
     let marker = format!("retention:index:{}", crate::wire::uri::encode_uri_component(&index_key));
-    assert_eq!(h.store.data.get(&marker), Some(&json(&Value::String(index_key))));
-    assert_eq!(h.store.data.get("retention:hook:h%2F1:t%3A1").map(String::as_str), Some(r#"{"hookId":"h/1","token":"t:1"}"#));
+    assert_eq!(h.store.text(&marker), Some(json(&Value::String(index_key)).as_str()));
+    assert_eq!(h.store.text("retention:hook:h%2F1:t%3A1"), Some(r#"{"hookId":"h/1","token":"t:1"}"#));
     // Events without a correlationId leave no index marker.
     let before = h.keys().iter().filter(|k| k.starts_with("retention:index:")).count();
     h.apply(r#"{"eventType":"attr_set","eventData":{"changes":[],"writer":{"type":"workflow"}}}"#);
