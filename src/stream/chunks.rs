@@ -11,7 +11,7 @@ use crate::store::{js_args, ListOptions, Store};
 use crate::wire::{js, RpcError, Value};
 
 use super::keys;
-use super::records::{decode_chunk, encode_chunk, fence_value, StreamMeta};
+use super::records::{decode_chunk, fence_value, put_chunk, StreamMeta};
 use super::run_id;
 
 fn check_owner(meta: &StreamMeta, run_id: &str) -> Result<(), RpcError> {
@@ -43,7 +43,7 @@ pub fn write_chunk(store: &mut dyn Store, args: Args) -> Result<Value, RpcError>
     let chunk = args.raw(1).ok_or_else(js_args::put_undefined)?;
     let index = meta.count;
     let count = index.checked_add(1).ok_or_else(|| RpcError::range_error("Stream chunk index overflow"))?;
-    store.put(&keys::chunk(index), &encode_chunk(chunk))?;
+    put_chunk(store, &keys::chunk(index), chunk)?;
     StreamMeta { count, closed: false, owner_run_id: Some(run_id.to_string()), expired_at: None }.save(store)?;
     Ok(Value::Number(index as f64))
 }
@@ -81,9 +81,9 @@ pub fn get_chunks(store: &mut dyn Store, args: Args) -> Result<Value, RpcError> 
     };
     let options = ListOptions { prefix: Some(keys::CHUNK_PREFIX.into()), start: Some(start_key), limit, ..Default::default() };
     let chunks = store
-        .list(&options)?
+        .list_values(&options)?
         .into_iter()
-        .map(|(key, text)| decode_chunk(&key, &text))
+        .map(|(key, stored)| decode_chunk(&key, stored))
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Value::object([
         ("chunks", Value::Array(chunks)),
@@ -109,8 +109,9 @@ pub fn expire_stream(store: &mut dyn Store, args: Args) -> Result<Value, RpcErro
     let run_id = run_id(args)?;
     let meta = StreamMeta::load(store)?;
     check_not_owned_by_other(&meta, run_id)?;
-    let chunks = store.list(&ListOptions::prefix(keys::CHUNK_PREFIX))?;
-    for (key, _) in &chunks {
+    // Keys only: chunk values may be bytes.
+    let chunks = store.list_keys(&ListOptions::prefix(keys::CHUNK_PREFIX))?;
+    for key in &chunks {
         store.delete(key)?;
     }
     StreamMeta {

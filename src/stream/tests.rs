@@ -4,7 +4,7 @@
 use super::call;
 use crate::config::Config;
 use crate::hop::{Args, Ctx};
-use crate::store::MemoryStore;
+use crate::store::{MemoryStore, Store, Stored};
 use crate::wire::{RpcError, Value};
 
 /// One StreamDO instance with its storage.
@@ -67,9 +67,9 @@ fn writes_get_dense_indexes_and_keep_exact_bytes() {
     );
     let e = st.err("writeChunk", vec![s("r1"), bytes(b"late")]);
     assert_eq!(e, RpcError::error("Cannot write to a closed stream"));
-    // Storage layout: meta + one key per chunk, 12-digit indexes, bytes as base64.
+    // Storage layout: meta + one key per chunk, 12-digit indexes, bytes as raw bytes.
     assert_eq!(st.store.keys(), ["chunk:000000000000", "chunk:000000000001", "meta"]);
-    assert_eq!(st.store.data["chunk:000000000001"], "b8J8=");
+    assert_eq!(st.store.data["chunk:000000000001"], Stored::Bytes(vec![0xF0, 0x9F]));
     assert_eq!(st.store.data["meta"], r#"{"count":2,"closed":true,"ownerRunId":"r1"}"#);
 }
 
@@ -258,6 +258,27 @@ fn failed_calls_leave_no_trace() {
     st.store.fail_with = None;
     assert!(st.store.keys().is_empty());
     assert_eq!(st.err("nope", vec![]), RpcError::type_error("StreamDO.nope is not a function"));
+}
+
+#[test]
+fn chunks_written_as_base64_text_by_earlier_versions_still_read_and_expire() {
+    let mut st = Instance::new("stream:old");
+    // What the previous version left in storage: two byte chunks as `b` + base64 text.
+    st.store.put("chunk:000000000000", "baGk=").unwrap();
+    st.store.put("chunk:000000000001", "b").unwrap();
+    st.store.put("meta", r#"{"count":2,"closed":false,"ownerRunId":"r"}"#).unwrap();
+    // New writes append raw bytes; a page mixes both forms.
+    assert_eq!(st.ok("writeChunk", vec![s("r"), bytes(&[0, 0xFF])]), Value::num(2));
+    assert_eq!(st.store.data["chunk:000000000002"], Stored::Bytes(vec![0, 0xFF]));
+    assert_eq!(
+        st.ok("getChunks", vec![range(0.0, None)]),
+        page(vec![bytes(b"hi"), bytes(b""), bytes(&[0, 0xFF])], false, 2.0)
+    );
+    assert_eq!(st.ok("getChunks", vec![range(1.0, Some(1.0))]), page(vec![bytes(b"")], false, 2.0));
+    // Expiry deletes chunks of either form.
+    let done = Value::object([("deleted", Value::Bool(true)), ("chunks", Value::num(3))]);
+    assert_eq!(st.ok("expireStream", vec![s("r"), Value::num(1)]), done);
+    assert_eq!(st.store.keys(), ["meta"]);
 }
 
 #[test]
