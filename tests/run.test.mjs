@@ -271,3 +271,26 @@ test("resilient start over the wire: run_started creates the missing run", async
   const listed = await ix("list", [{ prefix: "run:wf-res:" }]);
   assert.equal(listed.keys.length, 1);
 });
+
+test("a 1.9 MiB step payload is stored and read back exactly (packed record, ~2 MB per value like the reference)", async () => {
+  const id = "wrun_it_large";
+  await startedRun(id);
+  const payload = new Uint8Array(1_900_000);
+  for (let i = 0; i < payload.length; i++) payload[i] = (i * 31) & 0xff;
+  const out = await create(id, { eventType: "step_created", specVersion: 6, correlationId: "big", eventData: { stepName: "s", input: payload } });
+  assert.equal(out.ok, true);
+  const step = await runs(id, "getStep", ["big"]);
+  assert.ok(Buffer.from(step.value.input).equals(Buffer.from(payload)), "step input round-trips");
+  const page = await runs(id, "listEvents", [{ limit: 10 }]);
+  const ev = page.value.data.find((e) => e.correlationId === "big");
+  assert.ok(Buffer.from(ev.eventData.input).equals(Buffer.from(payload)), "event payload round-trips");
+  const done = await create(id, { eventType: "step_completed", specVersion: 6, correlationId: "big", eventData: { result: bytes(1) } });
+  assert.equal(done.ok, true);
+  // Over the platform's value limit: a thrown 500, nothing written.
+  const tooBig = await w.rpc.raw("runs", id, "applyEvent", [
+    { runId: id, data: { eventType: "step_created", specVersion: 6, correlationId: "huge", eventData: { stepName: "s", input: new Uint8Array(2_300_000) } }, cleanup: { retentionMs: 0, queueShards: 1 } },
+  ]);
+  assert.equal(tooBig.status, 500);
+  assert.match(tooBig.value.error.message, /too big/);
+  assert.equal((await runs(id, "getStep", ["huge"])).value, null);
+});

@@ -12,7 +12,13 @@ pub struct MemoryStore {
     pub data: BTreeMap<String, Stored>,
     /// When set, every operation fails with this message (failure injection).
     pub fail_with: Option<String>,
+    /// When set, a value (key + value bytes) larger than this is refused the way the
+    /// platform refuses it (`string or blob too big: SQLITE_TOOBIG`).
+    pub max_value_bytes: Option<usize>,
 }
+
+/// The largest value a SQLite-backed object accepted on Miniflare (raw bytes).
+pub const PLATFORM_MAX_VALUE_BYTES: usize = 2_199_961;
 
 impl MemoryStore {
     pub fn new() -> Self {
@@ -38,6 +44,13 @@ impl MemoryStore {
         self.data.keys().map(String::as_str).collect()
     }
 
+    fn check_size(&self, len: usize) -> StoreResult<()> {
+        match self.max_value_bytes {
+            Some(max) if len > max => Err(RpcError::error("string or blob too big: SQLITE_TOOBIG")),
+            _ => Ok(()),
+        }
+    }
+
     fn check(&self) -> StoreResult<()> {
         match &self.fail_with {
             Some(m) => Err(RpcError::error(m.clone())),
@@ -54,12 +67,14 @@ impl Store for MemoryStore {
 
     fn put(&mut self, key: &str, value: &str) -> StoreResult<()> {
         self.check()?;
+        self.check_size(value.len())?;
         self.data.insert(key.to_string(), Stored::Text(value.to_string()));
         Ok(())
     }
 
     fn put_bytes(&mut self, key: &str, value: &[u8]) -> StoreResult<()> {
         self.check()?;
+        self.check_size(value.len())?;
         self.data.insert(key.to_string(), Stored::Bytes(value.to_vec()));
         Ok(())
     }

@@ -16,9 +16,10 @@
 pub mod alarm;
 pub mod js_args;
 mod memory;
+pub mod record;
 pub mod slot;
 
-pub use memory::MemoryStore;
+pub use memory::{MemoryStore, PLATFORM_MAX_VALUE_BYTES};
 
 use crate::wire::RpcError;
 
@@ -95,6 +96,9 @@ impl Stored {
     pub fn into_text(self, key: &str) -> StoreResult<String> {
         match self {
             Stored::Text(t) => Ok(t),
+            Stored::Bytes(b) if record::is_packed(&b) => {
+                record::unpack(&b).ok_or_else(|| RpcError::error(format!("corrupt record at {key}")))
+            }
             Stored::Bytes(_) => Err(RpcError::error(format!("value at {key} is bytes"))),
         }
     }
@@ -179,10 +183,14 @@ pub fn get_json<T: serde::de::DeserializeOwned>(store: &mut dyn Store, key: &str
     }
 }
 
-/// Encode and store a typed record as JSON.
+/// Encode and store a typed record as JSON (packed, see [`record`], when it is large and
+/// carries byte arrays).
 pub fn put_json<T: serde::Serialize>(store: &mut dyn Store, key: &str, value: &T) -> StoreResult<()> {
     let text = serde_json::to_string(value).map_err(|e| RpcError::error(format!("cannot encode record {key}: {e}")))?;
-    store.put(key, &text)
+    match record::pack(&text) {
+        Some(packed) => store.put_bytes(key, &packed),
+        None => store.put(key, &text),
+    }
 }
 
 /// Delete every key under `prefix` (in batches), returning how many were deleted.

@@ -52,7 +52,7 @@ impl Serialize for Value {
 impl<'de> Deserialize<'de> for Value {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
         use serde::de::DeserializeSeed;
-        super::value::Revive { date_key: false }.deserialize(d)
+        super::value::Revive { date_key: false, dates: true }.deserialize(d)
     }
 }
 

@@ -94,7 +94,17 @@ impl Value {
         use serde::de::DeserializeSeed;
         let text = replace_lone_surrogates(text);
         let mut de = serde_json::Deserializer::from_str(&text);
-        let value = Revive { date_key: false }.deserialize(&mut de).map_err(|e| DecodeError(e.to_string()))?;
+        let value = Revive { date_key: false, dates: true }.deserialize(&mut de).map_err(|e| DecodeError(e.to_string()))?;
+        de.end().map_err(|e| DecodeError(e.to_string()))?;
+        Ok(value)
+    }
+
+    /// Like [`Value::parse`] but reviving only the two tag forms, not date-like strings
+    /// under the date keys.
+    pub fn parse_tags(text: &str) -> Result<Value, DecodeError> {
+        use serde::de::DeserializeSeed;
+        let mut de = serde_json::Deserializer::from_str(text);
+        let value = Revive { date_key: false, dates: false }.deserialize(&mut de).map_err(|e| DecodeError(e.to_string()))?;
         de.end().map_err(|e| DecodeError(e.to_string()))?;
         Ok(value)
     }
@@ -233,6 +243,9 @@ pub fn replace_lone_surrogates(text: &str) -> std::borrow::Cow<'_, str> {
 /// the [`DATE_KEYS`] (whose date-like strings become Dates).
 pub(crate) struct Revive {
     pub date_key: bool,
+    /// Whether the date-key fallback applies at all (off for re-reading our own
+    /// serialized records, whose string members are never dates).
+    pub dates: bool,
 }
 
 impl<'de> serde::de::DeserializeSeed<'de> for Revive {
@@ -276,7 +289,7 @@ impl<'de> serde::de::Visitor<'de> for Revive {
     }
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
         let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
-        while let Some(v) = seq.next_element_seed(Revive { date_key: false })? {
+        while let Some(v) = seq.next_element_seed(Revive { date_key: false, dates: self.dates })? {
             items.push(v);
         }
         Ok(Value::Array(items))
@@ -284,7 +297,8 @@ impl<'de> serde::de::Visitor<'de> for Revive {
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
         let mut map = Map::new();
         while let Some(key) = access.next_key::<String>()? {
-            let value = access.next_value_seed(Revive { date_key: DATE_KEYS.contains(&key.as_str()) })?;
+            let date_key = self.dates && DATE_KEYS.contains(&key.as_str());
+            let value = access.next_value_seed(Revive { date_key, dates: self.dates })?;
             // A duplicate key: the last one wins, as in JSON.parse.
             map.insert(key, value);
         }

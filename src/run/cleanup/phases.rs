@@ -108,10 +108,9 @@ fn index_request(store: &mut dyn Store, record: &Record, run_id: &str, due_ms: i
 /// One payload batch. Returns how many keys it deleted.
 fn payload_batch(store: &mut dyn Store, record: &mut Record, run_id: &str, now: i64) -> Result<usize, RpcError> {
     // Two more than a batch, since the two retention keys are listed too.
-    let listed = store.list(&ListOptions::default().limit(PAYLOAD_BATCH + 3))?;
+    let listed = store.list_keys(&ListOptions::default().limit(PAYLOAD_BATCH + 3))?;
     let doomed: Vec<String> = listed
         .into_iter()
-        .map(|(k, _)| k)
         .filter(|k| k != keys::RETENTION_CLEANUP && k != keys::RETENTION_TOMBSTONE)
         .take(PAYLOAD_BATCH)
         .collect();

@@ -4,6 +4,7 @@
 
 mod guards;
 mod hooks;
+mod large;
 mod pages;
 mod retention;
 mod runs;
