@@ -220,6 +220,45 @@ test("queue: restart mid-load over persisted state loses nothing", { timeout: 18
   }
 });
 
+test("queue: three restarts while producing and delivering lose nothing (at least once)", { timeout: 240_000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), "celld-queue-restarts-"));
+  const ROUNDS = 4;
+  const PER_ROUND = 100;
+  const target = await startQueueTarget(() => ({ status: 200, delayMs: 30 }));
+  const accepted = [];
+  let w;
+  try {
+    for (let round = 0; round < ROUNDS; round++) {
+      w = await startWorker({ persistDir: dir });
+      const ids = Array.from({ length: PER_ROUND }, (_, i) => `msg_rr_${round}_${i}`);
+      const got = await pool(PER_ROUND, 16, async (i) => {
+        const r = await w.rpc("queue", `q:${shardOf(ids[i], 2)}`, "enqueue", [enqueueRequest(ids[i], target.url, { queueShards: 2 })]);
+        return r.ok ? ids[i] : null;
+      });
+      accepted.push(...got.filter(Boolean));
+      if (round < ROUNDS - 1) {
+        // Pull the plug while this round's deliveries are running.
+        await target.waitUntil(() => target.deliveries.some((d) => d.id.startsWith(`msg_rr_${round}_`)), 30_000);
+        await w.dispose();
+        w = undefined;
+      }
+    }
+    assert.equal(accepted.length, ROUNDS * PER_ROUND);
+    const done = () => new Set(target.deliveries.filter((d) => d.status === 200).map((d) => d.id));
+    const ok = await target.waitUntil(() => done().size >= accepted.length, 120_000);
+    const missing = accepted.filter((id) => !done().has(id));
+    assert.ok(ok, `${missing.length} accepted messages never delivered (e.g. ${missing.slice(0, 3).join(", ")})`);
+    const successes = target.deliveries.filter((d) => d.status === 200).length;
+    console.log(`# ${accepted.length} accepted, all delivered; ${successes - accepted.length} duplicate deliveries across ${ROUNDS - 1} restarts`);
+    const stats = await waitDrained((name, method, args) => w.rpc("queue", name, method, args), [0, 1], 30_000);
+    for (const s of stats) assert.deepEqual(s, { pending: 0, inflight: 0, deadLetters: 0, alarmAt: null });
+  } finally {
+    await w?.dispose();
+    await target.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 /** The largest number of deliveries whose [arrival, answer] intervals overlap. */
 function maxOverlap(deliveries) {
   const events = [];
