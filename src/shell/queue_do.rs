@@ -33,6 +33,7 @@ use wasm_bindgen_futures::JsFuture;
 use worker::worker_sys::web_sys;
 use worker::{durable_object, DurableObject, Env, Request, Response, Result, State};
 
+use super::alarm::apply_alarm;
 use super::env::config;
 use super::kv::in_transaction;
 use super::serve::{decode, json, now_ms};
@@ -156,19 +157,13 @@ fn to_rpc(e: worker::Error) -> RpcError {
 impl QueueDO {
     /// Apply a core call's alarm change (issued synchronously, then awaited).
     async fn apply_alarm(&self, alarm: &Alarm) -> std::result::Result<(), RpcError> {
-        let storage = self.state.storage();
-        match alarm.change() {
-            Some(AlarmChange::Set(at)) => {
-                self.planned.set(Some(at));
-                let when = worker::ScheduledTime::new(js_sys::Date::new(&JsValue::from_f64(at as f64)));
-                storage.set_alarm(when).await.map_err(to_rpc)
-            }
-            Some(AlarmChange::Delete) => {
-                self.planned.set(None);
-                storage.delete_alarm().await.map_err(to_rpc)
-            }
-            None => Ok(()),
+        let change = alarm.change();
+        match change {
+            Some(AlarmChange::Set(at)) => self.planned.set(Some(at)),
+            Some(AlarmChange::Delete) => self.planned.set(None),
+            None => {}
         }
+        apply_alarm(&self.state.storage(), change).await
     }
 
     /// A fresh instance with `inflight:` entries and no running loop: those deliveries
