@@ -55,10 +55,7 @@ fn main() {
     for class in CLASSES {
         let found: Vec<_> = bindings.iter().filter(|(c, _)| c == class).collect();
         if found.len() != 1 {
-            panic!(
-                "build.rs: wrangler.toml must bind class {class} exactly once in [[durable_objects.bindings]] (found {})",
-                found.len()
-            );
+            panic!("build.rs: wrangler.toml must bind class {class} exactly once in [[durable_objects.bindings]] (found {})", found.len());
         }
         if !sqlite_classes.contains(&format!("\"{class}\"")) {
             panic!("build.rs: class {class} is missing from new_sqlite_classes in wrangler.toml");

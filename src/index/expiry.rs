@@ -6,8 +6,8 @@ use crate::store::Store;
 use crate::wire::{RpcError, Value};
 
 use super::hooks::delete_owned;
-use super::records::{owner_value, write};
 use super::keys;
+use super::records::{owner_value, write};
 use crate::wire::js;
 
 /// `expireRun({runId, keys, hooks, expiredAt})` → `{deleted}`.

@@ -8,8 +8,8 @@ use crate::hop::{Args, Ctx};
 use crate::store::Store;
 use crate::wire::{RpcError, Value};
 
-use super::records::{claim_owner, owner_from_hook, read, same_owner, write, HookClaim};
 use super::keys;
+use super::records::{claim_owner, owner_from_hook, read, same_owner, write, HookClaim};
 use crate::wire::js;
 
 /// `reserveHookToken(token, owner)` → `{claimed: true}` or `{claimed: false, holder}`.
@@ -95,12 +95,7 @@ pub fn delete(store: &mut dyn Store, args: Args) -> Result<Value, RpcError> {
 
 /// Delete the owner's `hook:`, `hookid:` and `hookclaim:` entries (all three are read
 /// first, then checked in that order); returns how many existed and were deleted.
-pub fn delete_owned(
-    store: &mut dyn Store,
-    token: Option<&Value>,
-    hook_id: Option<&Value>,
-    owner: Option<&Value>,
-) -> Result<u32, RpcError> {
+pub fn delete_owned(store: &mut dyn Store, token: Option<&Value>, hook_id: Option<&Value>, owner: Option<&Value>) -> Result<u32, RpcError> {
     let token_key = keys::hook(token);
     let id_key = keys::hook_id(hook_id);
     let claim_key = keys::hook_claim(token);

@@ -331,10 +331,7 @@ impl Parser<'_> {
         } else if pos < CONTEXT_CHARS {
             format!("Unexpected token '{token}', \"{}\"... is not valid JSON", snippet(0, pos + CONTEXT_CHARS))
         } else if pos < len - CONTEXT_CHARS {
-            format!(
-                "Unexpected token '{token}', ...\"{}\"... is not valid JSON",
-                snippet(pos - CONTEXT_CHARS, pos + CONTEXT_CHARS)
-            )
+            format!("Unexpected token '{token}', ...\"{}\"... is not valid JSON", snippet(pos - CONTEXT_CHARS, pos + CONTEXT_CHARS))
         } else {
             format!("Unexpected token '{token}', ...\"{}\" is not valid JSON", snippet(pos - CONTEXT_CHARS, len))
         };

@@ -89,10 +89,7 @@ mod tests {
         assert_eq!(same_owner(Some(&owner("r", "h")), Some(&owner("r", "h"))), Ok(true));
         assert_eq!(same_owner(Some(&owner("r", "h")), Some(&owner("r", "x"))), Ok(false));
         assert_eq!(same_owner(Some(&Value::object::<&str>([])), Some(&Value::object::<&str>([]))), Ok(true));
-        assert_eq!(
-            same_owner(Some(&owner("r", "h")), None).unwrap_err().message,
-            "Cannot read properties of undefined (reading 'runId')"
-        );
+        assert_eq!(same_owner(Some(&owner("r", "h")), None).unwrap_err().message, "Cannot read properties of undefined (reading 'runId')");
         let obj = owner_value(Some(Value::object([("a", Value::Null)])), None);
         assert_eq!(same_owner(Some(&obj), Some(&obj)), Ok(false));
     }
@@ -104,14 +101,8 @@ mod tests {
         assert_eq!(owner_from_hook(&Value::num(5)), Ok(Value::object::<&str>([])));
         let err = owner_from_hook(&Value::str("not json")).unwrap_err();
         assert_eq!(err, RpcError::custom("SyntaxError", "Unexpected token 'o', \"not json\" is not valid JSON"));
-        assert_eq!(
-            owner_from_hook(&Value::Null).unwrap_err().message,
-            "Cannot read properties of null (reading 'runId')"
-        );
-        assert_eq!(
-            owner_from_hook(&Value::object([("a", Value::Null)])).unwrap_err().message,
-            "\"[object Object]\" is not valid JSON"
-        );
+        assert_eq!(owner_from_hook(&Value::Null).unwrap_err().message, "Cannot read properties of null (reading 'runId')");
+        assert_eq!(owner_from_hook(&Value::object([("a", Value::Null)])).unwrap_err().message, "\"[object Object]\" is not valid JSON");
     }
 
     #[test]

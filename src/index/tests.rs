@@ -128,10 +128,8 @@ fn prefix_listing_and_pagination() {
     // Reverse pages.
     let r1 = l(&mut ix, opts(&[("prefix", s("run:wf:")), ("limit", Value::num(2)), ("reverse", Value::Bool(true))]));
     assert_eq!(r1, page(&["run:wf:5", "run:wf:4"], false, Some("run:wf:4")));
-    let r3 = l(
-        &mut ix,
-        opts(&[("prefix", s("run:wf:")), ("limit", Value::num(3)), ("reverse", Value::Bool(true)), ("cursor", s("run:wf:3"))]),
-    );
+    let r3 =
+        l(&mut ix, opts(&[("prefix", s("run:wf:")), ("limit", Value::num(3)), ("reverse", Value::Bool(true)), ("cursor", s("run:wf:3"))]));
     assert_eq!(r3, page(&["run:wf:2", "run:wf:1"], true, None));
 }
 
@@ -241,7 +239,8 @@ fn expire_run_argument_errors() {
     assert_eq!(ix.err("expireRun", vec![no_hooks]), RpcError::type_error("request.hooks is not iterable"));
     let no_fence = Value::object([("runId", s("r")), ("hooks", Value::Array(vec![]))]);
     assert_eq!(ix.err("expireRun", vec![no_fence]), RpcError::type_error("put() called with undefined value."));
-    let bad_keys = Value::object([("runId", s("r")), ("keys", Value::num(5)), ("hooks", Value::Array(vec![])), ("expiredAt", Value::num(1))]);
+    let bad_keys =
+        Value::object([("runId", s("r")), ("keys", Value::num(5)), ("hooks", Value::Array(vec![])), ("expiredAt", Value::num(1))]);
     assert_eq!(
         ix.err("expireRun", vec![bad_keys]),
         RpcError::type_error("number 5 is not iterable (cannot read property Symbol(Symbol.iterator))")
@@ -309,10 +308,7 @@ fn malformed_hooks_and_owners() {
     );
     // A missing owner cannot be compared with an existing claim.
     ix.ok("reserveHookToken", vec![s("c"), o.clone()]);
-    assert_eq!(
-        ix.err("reserveHookToken", vec![s("c")]),
-        RpcError::type_error("Cannot read properties of undefined (reading 'runId')")
-    );
+    assert_eq!(ix.err("reserveHookToken", vec![s("c")]), RpcError::type_error("Cannot read properties of undefined (reading 'runId')"));
     assert_eq!(
         ix.err("finalizeHookIndexes", vec![s("c"), s("h"), s("{}")]),
         RpcError::type_error("Cannot read properties of undefined (reading 'runId')")

@@ -523,7 +523,8 @@ fn redrive_steals_a_stale_claim() {
 
 fn page(sim: &mut Sim, params: Value) -> (Vec<String>, Option<Value>, bool) {
     let r = sim.ok_rpc("listDeadLetters", vec![params]);
-    let ids = r.get("data").unwrap().as_array().unwrap().iter().map(|d| d.get("messageId").unwrap().as_str().unwrap().to_string()).collect();
+    let ids =
+        r.get("data").unwrap().as_array().unwrap().iter().map(|d| d.get("messageId").unwrap().as_str().unwrap().to_string()).collect();
     (ids, r.get("cursor").cloned(), r.get("hasMore").unwrap().as_bool().unwrap())
 }
 
@@ -762,7 +763,8 @@ fn hostile_arguments_never_panic() {
         requests.push(with(request(&format!("c{i}")), "config", cfg));
     }
     requests.extend(odd());
-    let methods = ["enqueue", "stats", "listDeadLetters", "redriveDeadLetter", "purgeDeadLetters", "rearmAlarm", "expireRun", "constructor", ""];
+    let methods =
+        ["enqueue", "stats", "listDeadLetters", "redriveDeadLetter", "purgeDeadLetters", "rearmAlarm", "expireRun", "constructor", ""];
     let outcomes = [
         ok(),
         status(0),

@@ -1,11 +1,11 @@
 //! Event ids (dense slots), event construction and pages (spec `run-do.md` §4, §6.1–6.2,
 //! §6.11; `schemas.md` §3–4).
 
-use crate::wire::js::number_to_string;
 use super::keys;
 use super::records::Record;
 use super::validate::{compact, parse_object, schemas};
 use crate::store::{ListOptions, Store};
+use crate::wire::js::number_to_string;
 use crate::wire::{Map, RpcError, Value};
 
 pub const EVENT_ID_PREFIX: &str = "evnt_";
@@ -123,7 +123,13 @@ pub fn read_sizes(limit: f64) -> Result<(usize, usize), RpcError> {
         return Err(RpcError::list_limit());
     }
     let read = if read > 1e9 { 1_000_000_000usize } else { read as usize };
-    let keep = if limit <= 0.0 { 0 } else if limit > 1e9 { 1_000_000_000usize } else { limit.floor() as usize };
+    let keep = if limit <= 0.0 {
+        0
+    } else if limit > 1e9 {
+        1_000_000_000usize
+    } else {
+        limit.floor() as usize
+    };
     Ok((read, keep))
 }
 
@@ -152,22 +158,13 @@ pub fn list_events(store: &mut dyn Store, limit: f64, cursor: Option<&str>, desc
     for (key, text) in entries.into_iter().take(keep) {
         data.push(Value::parse(&text).map_err(|e| RpcError::error(format!("corrupt record at {key}: {}", e.0)))?);
     }
-    let cursor = if has_more {
-        data.last().and_then(|e| e.get("eventId")).map(|id| crate::wire::js::to_js_string(Some(id)))
-    } else {
-        None
-    };
+    let cursor = if has_more { data.last().and_then(|e| e.get("eventId")).map(|id| crate::wire::js::to_js_string(Some(id))) } else { None };
     Ok(Page { data, cursor, has_more })
 }
 
 /// Build, validate and store an event (§6.2). `record` holds the request's top-level
 /// members (or a synthetic event's).
-pub fn append_event(
-    store: &mut dyn Store,
-    seq: &mut Sequence,
-    ctx: &EventCtx<'_>,
-    mut record: Map,
-) -> Result<Record, RpcError> {
+pub fn append_event(store: &mut dyn Store, seq: &mut Sequence, ctx: &EventCtx<'_>, mut record: Map) -> Result<Record, RpcError> {
     let event_type = record.get("eventType").cloned();
     record.insert("runId".into(), ctx.run_id.clone());
     record.insert("eventId".into(), Value::String(seq.next_id()?));
@@ -204,9 +201,7 @@ fn without_input(v: &Value) -> Option<Value> {
             m.remove("input");
             Some(Value::Object(m))
         }
-        Value::Array(items) => {
-            Some(Value::Object(items.iter().enumerate().map(|(i, x)| (i.to_string(), x.clone())).collect()))
-        }
+        Value::Array(items) => Some(Value::Object(items.iter().enumerate().map(|(i, x)| (i.to_string(), x.clone())).collect())),
         Value::Bytes(b) => Some(Value::Object(b.iter().enumerate().map(|(i, x)| (i.to_string(), Value::num(*x))).collect())),
         Value::Date(_) => Some(Value::Object(Map::new())),
         _ => None,

@@ -20,9 +20,7 @@ pub fn retention_state(store: &mut dyn Store, now: i64) -> Result<RetentionState
         return Ok(RetentionState { cleanup, tombstone: Some(t.0) });
     }
     let tombstone = match &cleanup {
-        Some(c) if !(c.str("phase") == Some("retained") && c.date("dueAt").is_some_and(|d| d > now)) => {
-            Some(tombstone_from_cleanup(c))
-        }
+        Some(c) if !(c.str("phase") == Some("retained") && c.date("dueAt").is_some_and(|d| d > now)) => Some(tombstone_from_cleanup(c)),
         _ => None,
     };
     Ok(RetentionState { cleanup, tombstone })

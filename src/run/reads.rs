@@ -3,10 +3,10 @@
 
 use super::events::{list_entries, list_events, Page};
 use super::fence::{expired_read, retention_state};
-use crate::wire::js::{to_js_string, truthy};
 use super::keys;
 use crate::hop::{Args, Ctx};
 use crate::store::{get_json, Store};
+use crate::wire::js::{to_js_string, truthy};
 use crate::wire::{RpcError, Value};
 
 fn ok(value: Value) -> Value {
@@ -64,12 +64,7 @@ pub fn list_events_method(store: &mut dyn Store, ctx: &Ctx, args: Args) -> Resul
 }
 
 /// Page over a creation-time index, loading each entity (§4.2).
-pub fn list_by_creation(
-    store: &mut dyn Store,
-    index_prefix: &str,
-    entity_prefix: &str,
-    p: &ListParams,
-) -> Result<Page, RpcError> {
+pub fn list_by_creation(store: &mut dyn Store, index_prefix: &str, entity_prefix: &str, p: &ListParams) -> Result<Page, RpcError> {
     let (entries, keep) = list_entries(store, index_prefix, p.limit, p.cursor.as_deref(), p.desc)?;
     let has_more = entries.len() as f64 > p.limit;
     let page: Vec<(String, String)> = entries.into_iter().take(keep).collect();
@@ -83,11 +78,7 @@ pub fn list_by_creation(
             data.push(entity);
         }
     }
-    let cursor = if has_more {
-        page.last().and_then(|(k, _)| k.strip_prefix(index_prefix)).map(str::to_string)
-    } else {
-        None
-    };
+    let cursor = if has_more { page.last().and_then(|(k, _)| k.strip_prefix(index_prefix)).map(str::to_string) } else { None };
     Ok(Page { data, cursor, has_more })
 }
 

@@ -3,12 +3,12 @@
 //! entries, and automatic scheduling when a run becomes terminal.
 
 use super::apply::Success;
-use crate::wire::js::to_js_string;
 use super::keys;
 use super::records::{cleanup_record, is_terminal_run_status, Record};
 use super::validate::{parse_object, schemas};
 use crate::store::alarm::Alarm;
 use crate::store::{put_json, Store};
+use crate::wire::js::to_js_string;
 use crate::wire::{Map, RpcError, Value};
 
 fn hook_marker(store: &mut dyn Store, hook_id: &Value, token: &Value) -> Result<(), RpcError> {
@@ -38,7 +38,13 @@ pub fn record_markers(store: &mut dyn Store, s: &Success, run_id: &str) -> Resul
 }
 
 /// §6.10: schedule cleanup of a run that the outcome shows terminal.
-pub fn schedule(store: &mut dyn Store, alarm: &mut Alarm, s: &mut Success, cleanup: Option<&Value>, has_record: bool) -> Result<(), RpcError> {
+pub fn schedule(
+    store: &mut dyn Store,
+    alarm: &mut Alarm,
+    s: &mut Success,
+    cleanup: Option<&Value>,
+    has_record: bool,
+) -> Result<(), RpcError> {
     let retention_ms = match cleanup.and_then(|c| c.get("retentionMs")) {
         Some(Value::Number(n)) => *n,
         _ => 0.0,

@@ -25,8 +25,7 @@ pub fn hop_request(name: &str, method: &str, args_json: String) -> worker::Resul
 /// `world-celld retention missing binding <ENV>` (retention.md §9 of wire.md).
 pub async fn call_do(env: &Env, binding: Binding, name: &str, method: &str, args: Vec<Value>) -> Result<Value, RpcError> {
     let env_name = binding.env_name();
-    let ns = namespace(env, env_name)
-        .ok_or_else(|| RpcError::error(format!("world-celld retention missing binding {env_name}")))?;
+    let ns = namespace(env, env_name).ok_or_else(|| RpcError::error(format!("world-celld retention missing binding {env_name}")))?;
     let to_err = |e: worker::Error| match e {
         worker::Error::JsError(m) => RpcError::error(m),
         worker::Error::Internal(v) => js_error(&v),

@@ -10,4 +10,3 @@ mod objects;
 mod queue_do;
 mod run_do;
 mod serve;
-

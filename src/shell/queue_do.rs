@@ -216,7 +216,10 @@ impl QueueDO {
         };
         // A running alarm loop re-claims and recomputes the alarm from storage: it picks up
         // new work at once and corrects any alarm this call derived from a stale read.
-        if self.looping.get() && result.is_ok() && matches!(call.method.as_str(), "enqueue" | "redriveDeadLetter" | "rearmAlarm" | "expireRun") {
+        if self.looping.get()
+            && result.is_ok()
+            && matches!(call.method.as_str(), "enqueue" | "redriveDeadLetter" | "rearmAlarm" | "expireRun")
+        {
             self.kick.fire();
         }
         let (status, body) = answer(result);

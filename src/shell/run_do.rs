@@ -11,9 +11,9 @@ use super::env::config;
 use super::kv::in_transaction;
 use super::serve::{decode, json, now_ms};
 use crate::hop::{answer, Args, Ctx};
-use crate::store::alarm::Alarm;
 use crate::run::cleanup::driver::{self, CleanupHost};
 use crate::run::cleanup::CleanupArgs;
+use crate::store::alarm::Alarm;
 use crate::store::Store;
 use crate::wire::router::Binding;
 use crate::wire::{RpcError, Value};
@@ -31,7 +31,10 @@ struct Host<'a> {
 }
 
 impl CleanupHost for Host<'_> {
-    async fn transact<T>(&self, f: impl FnOnce(&mut dyn Store, i64, &mut Alarm) -> std::result::Result<T, RpcError>) -> std::result::Result<T, RpcError> {
+    async fn transact<T>(
+        &self,
+        f: impl FnOnce(&mut dyn Store, i64, &mut Alarm) -> std::result::Result<T, RpcError>,
+    ) -> std::result::Result<T, RpcError> {
         let storage = self.state.storage();
         let mut alarm = Alarm::unknown();
         let now = now_ms();

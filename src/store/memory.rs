@@ -102,7 +102,10 @@ impl Store for MemoryStore {
             range.filter(matching).collect::<Vec<_>>().into_iter().rev().take(limit).map(|(k, v)| (k.clone(), v.clone())).collect()
         } else {
             range
-                .take_while(|(k, _)| o.end.as_deref().is_none_or(|e| k.as_str() < e) && o.prefix.as_deref().is_none_or(|p| k.starts_with(p) || k.as_str() < p))
+                .take_while(|(k, _)| {
+                    o.end.as_deref().is_none_or(|e| k.as_str() < e)
+                        && o.prefix.as_deref().is_none_or(|p| k.starts_with(p) || k.as_str() < p)
+                })
                 .filter(matching)
                 .take(limit)
                 .map(|(k, v)| (k.clone(), v.clone()))

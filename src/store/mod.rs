@@ -177,9 +177,7 @@ pub trait Store {
 pub fn get_json<T: serde::de::DeserializeOwned>(store: &mut dyn Store, key: &str) -> StoreResult<Option<T>> {
     match store.get(key)? {
         None => Ok(None),
-        Some(text) => serde_json::from_str(&text)
-            .map(Some)
-            .map_err(|e| RpcError::error(format!("corrupt record at {key}: {e}"))),
+        Some(text) => serde_json::from_str(&text).map(Some).map_err(|e| RpcError::error(format!("corrupt record at {key}: {e}"))),
     }
 }
 

@@ -80,16 +80,8 @@ pub fn get_chunks(store: &mut dyn Store, args: Args) -> Result<Value, RpcError> 
         Some(v) => Some(usize::try_from(js_args::to_storage_int(Some(v))?).ok().filter(|&n| n > 0).ok_or_else(RpcError::list_limit)?),
     };
     let options = ListOptions { prefix: Some(keys::CHUNK_PREFIX.into()), start: Some(start_key), limit, ..Default::default() };
-    let chunks = store
-        .list_values(&options)?
-        .into_iter()
-        .map(|(key, stored)| decode_chunk(&key, stored))
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(Value::object([
-        ("chunks", Value::Array(chunks)),
-        ("done", Value::Bool(meta.closed)),
-        ("tailIndex", meta.tail_index()),
-    ]))
+    let chunks = store.list_values(&options)?.into_iter().map(|(key, stored)| decode_chunk(&key, stored)).collect::<Result<Vec<_>, _>>()?;
+    Ok(Value::object([("chunks", Value::Array(chunks)), ("done", Value::Bool(meta.closed)), ("tailIndex", meta.tail_index())]))
 }
 
 /// `getInfo()` → `{tailIndex, done}`; an unknown stream is `{tailIndex: -1, done: false}`.
@@ -114,12 +106,6 @@ pub fn expire_stream(store: &mut dyn Store, args: Args) -> Result<Value, RpcErro
     for key in &chunks {
         store.delete(key)?;
     }
-    StreamMeta {
-        count: 0,
-        closed: true,
-        owner_run_id: Some(run_id.to_string()),
-        expired_at: args.raw(1).map(fence_value),
-    }
-    .save(store)?;
+    StreamMeta { count: 0, closed: true, owner_run_id: Some(run_id.to_string()), expired_at: args.raw(1).map(fence_value) }.save(store)?;
     Ok(Value::object([("deleted", Value::Bool(true)), ("chunks", Value::Number(chunks.len() as f64))]))
 }

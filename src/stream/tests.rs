@@ -61,10 +61,7 @@ fn writes_get_dense_indexes_and_keep_exact_bytes() {
     assert_eq!(st.ok("getInfo", vec![]), info(1.0, false));
     assert_eq!(st.ok("closeStream", vec![s("r1")]), Value::Null);
     assert_eq!(st.ok("getInfo", vec![]), info(1.0, true));
-    assert_eq!(
-        st.ok("getChunks", vec![range(0.0, Some(3.0))]),
-        page(vec![bytes(b"hello "), bytes(&[0xF0, 0x9F])], true, 1.0)
-    );
+    assert_eq!(st.ok("getChunks", vec![range(0.0, Some(3.0))]), page(vec![bytes(b"hello "), bytes(&[0xF0, 0x9F])], true, 1.0));
     let e = st.err("writeChunk", vec![s("r1"), bytes(b"late")]);
     assert_eq!(e, RpcError::error("Cannot write to a closed stream"));
     // Storage layout: meta + one key per chunk, 12-digit indexes, bytes as raw bytes.
@@ -112,14 +109,8 @@ fn get_chunks_argument_quirks() {
     assert_eq!(st.err("getChunks", vec![Value::object([("startIndex", Value::num(1)), ("limit", Value::Null)])]), limit_err);
     assert_eq!(st.err("getChunks", vec![range(0.0, Some(0.0))]), limit_err);
     assert_eq!(st.err("getChunks", vec![range(0.0, Some(-3.0))]), limit_err);
-    assert_eq!(
-        st.err("getChunks", vec![]),
-        RpcError::type_error("Cannot read properties of undefined (reading 'startIndex')")
-    );
-    assert_eq!(
-        st.err("getChunks", vec![Value::Null]),
-        RpcError::type_error("Cannot read properties of null (reading 'startIndex')")
-    );
+    assert_eq!(st.err("getChunks", vec![]), RpcError::type_error("Cannot read properties of undefined (reading 'startIndex')"));
+    assert_eq!(st.err("getChunks", vec![Value::Null]), RpcError::type_error("Cannot read properties of null (reading 'startIndex')"));
     let all = page(vec![bytes(&[0]), bytes(&[1]), bytes(&[2])], false, 2.0);
     // startIndex null → Math.max(0, null) = 0.
     assert_eq!(st.ok("getChunks", vec![Value::object([("startIndex", Value::Null)])]), all);
@@ -270,10 +261,7 @@ fn chunks_written_as_base64_text_by_earlier_versions_still_read_and_expire() {
     // New writes append raw bytes; a page mixes both forms.
     assert_eq!(st.ok("writeChunk", vec![s("r"), bytes(&[0, 0xFF])]), Value::num(2));
     assert_eq!(st.store.data["chunk:000000000002"], Stored::Bytes(vec![0, 0xFF]));
-    assert_eq!(
-        st.ok("getChunks", vec![range(0.0, None)]),
-        page(vec![bytes(b"hi"), bytes(b""), bytes(&[0, 0xFF])], false, 2.0)
-    );
+    assert_eq!(st.ok("getChunks", vec![range(0.0, None)]), page(vec![bytes(b"hi"), bytes(b""), bytes(&[0, 0xFF])], false, 2.0));
     assert_eq!(st.ok("getChunks", vec![range(1.0, Some(1.0))]), page(vec![bytes(b"")], false, 2.0));
     // Expiry deletes chunks of either form.
     let done = Value::object([("deleted", Value::Bool(true)), ("chunks", Value::num(3))]);

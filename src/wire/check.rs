@@ -206,7 +206,18 @@ mod tests {
     #[test]
     fn agrees_with_the_full_parse() {
         let cases = [
-            "", "[", "]", "[]", "{}", "null", "1", "\"x\"", "[1,2", "[1] x", " [1] ", "[1,]",
+            "",
+            "[",
+            "]",
+            "[]",
+            "{}",
+            "null",
+            "1",
+            "\"x\"",
+            "[1,2",
+            "[1] x",
+            " [1] ",
+            "[1,]",
             r#"[{"__type":"Uint8Array","data":"AQID"}]"#,
             r#"[{"__type":"Uint8Array","data":"!!"}]"#,
             r#"[{"data":"!!","__type":"Uint8Array"}]"#,
@@ -222,7 +233,11 @@ mod tests {
             r#"[{"__type":"Uint8Array","data":"AQ\u003d\u003d"}]"#,
             r#"[{"__type":"Uint8Array","data":{"__type":"Uint8Array","data":"!!"}}]"#,
             r#"[{"__type":"Uint8Array","data":["!!"]}]"#,
-            r#"["\ud800"]"#, r#"["\ud8"]"#, "[\"\\u00e9\"]", "[1e400]", "[-0]",
+            r#"["\ud800"]"#,
+            r#"["\ud8"]"#,
+            "[\"\\u00e9\"]",
+            "[1e400]",
+            "[-0]",
             r#"{"__type":"Uint8Array","data":"AQID"}"#,
         ];
         for text in cases {

@@ -181,9 +181,7 @@ pub fn parse_date(text: &str) -> Option<i64> {
         return None;
     }
     let days = days_from_civil(year, month, 1) + day - 1;
-    let total = days
-        .checked_mul(86_400_000)?
-        .checked_add(h * 3_600_000 + mi * 60_000 + s * 1000 + ms - offset_min * 60_000)?;
+    let total = days.checked_mul(86_400_000)?.checked_add(h * 3_600_000 + mi * 60_000 + s * 1000 + ms - offset_min * 60_000)?;
     (-MAX_DATE_MS..=MAX_DATE_MS).contains(&total).then_some(total)
 }
 

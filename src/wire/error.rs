@@ -82,7 +82,10 @@ pub enum RouterError {
     Unauthorized,
     ExpectedRpcShape,
     UnknownBinding(String),
-    UnknownMethod { binding: String, method: String },
+    UnknownMethod {
+        binding: String,
+        method: String,
+    },
     PayloadTooLarge,
     /// Our limit: more JSON values than [`super::check::MAX_VALUES`] (a body the DO could
     /// not decode within the isolate's memory).
@@ -172,13 +175,25 @@ mod tests {
             (RouterError::UnknownPath("/v2/x".into()), 404, r#"{"error":{"name":"NotFound","message":"unknown path: /v2/x"}}"#),
             (RouterError::NotConfigured, 503, r#"{"error":{"name":"WorldNotConfigured","message":"WORLD_SECRET is not configured"}}"#),
             (RouterError::Unauthorized, 401, r#"{"error":{"name":"Unauthorized","message":"invalid or missing bearer token"}}"#),
-            (RouterError::ExpectedRpcShape, 404, r#"{"error":{"name":"NotFound","message":"expected POST /v1/rpc/{binding}/{name}/{method}"}}"#),
+            (
+                RouterError::ExpectedRpcShape,
+                404,
+                r#"{"error":{"name":"NotFound","message":"expected POST /v1/rpc/{binding}/{name}/{method}"}}"#,
+            ),
             (RouterError::UnknownBinding("x".into()), 404, r#"{"error":{"name":"NotFound","message":"unknown binding: x"}}"#),
-            (RouterError::UnknownMethod { binding: "runs".into(), method: "fetch".into() }, 404, r#"{"error":{"name":"NotFound","message":"unknown method: runs.fetch"}}"#),
+            (
+                RouterError::UnknownMethod { binding: "runs".into(), method: "fetch".into() },
+                404,
+                r#"{"error":{"name":"NotFound","message":"unknown method: runs.fetch"}}"#,
+            ),
             (RouterError::PayloadTooLarge, 413, r#"{"error":{"name":"PayloadTooLarge","message":"body exceeds 33554432 bytes"}}"#),
             (RouterError::MalformedBody, 400, r#"{"error":{"name":"BadRequest","message":"malformed rpc body"}}"#),
             (RouterError::NotAnArray, 400, r#"{"error":{"name":"BadRequest","message":"body must be an argument array"}}"#),
-            (RouterError::MissingBinding("WORKFLOW_QUEUE"), 500, r#"{"error":{"name":"WorldMisconfigured","message":"missing binding: WORKFLOW_QUEUE"}}"#),
+            (
+                RouterError::MissingBinding("WORKFLOW_QUEUE"),
+                500,
+                r#"{"error":{"name":"WorldMisconfigured","message":"missing binding: WORKFLOW_QUEUE"}}"#,
+            ),
         ];
         for (e, status, body) in rows {
             assert_eq!(e.status(), status);

@@ -231,8 +231,7 @@ pub fn to_number(v: Option<&Value>) -> f64 {
 
 /// JavaScript's WhiteSpace and LineTerminator code points (what `Number(" 1 ")` trims).
 fn is_js_whitespace(c: char) -> bool {
-    matches!(c, '\t' | '\n' | '\u{0b}' | '\u{0c}' | '\r' | ' ' | '\u{a0}' | '\u{feff}' | '\u{2028}' | '\u{2029}')
-        || c.is_whitespace()
+    matches!(c, '\t' | '\n' | '\u{0b}' | '\u{0c}' | '\r' | ' ' | '\u{a0}' | '\u{feff}' | '\u{2028}' | '\u{2029}') || c.is_whitespace()
 }
 
 /// StringToNumber: trimmed decimal literal, `Infinity`, or a `0x`/`0o`/`0b` integer;
@@ -417,10 +416,7 @@ mod tests {
         assert_eq!(to_js_string(Some(&Value::object([("a", Value::Null)]))), "[object Object]");
         assert_eq!(to_js_string(Some(&Value::Bytes(vec![1, 2]))), "1,2");
         assert_eq!(to_js_string(Some(&Value::date(0))), "Thu Jan 01 1970 00:00:00 GMT+0000 (Coordinated Universal Time)");
-        assert_eq!(
-            to_js_string(Some(&Value::date(946_684_800_000))),
-            "Sat Jan 01 2000 00:00:00 GMT+0000 (Coordinated Universal Time)"
-        );
+        assert_eq!(to_js_string(Some(&Value::date(946_684_800_000))), "Sat Jan 01 2000 00:00:00 GMT+0000 (Coordinated Universal Time)");
     }
 
     #[test]
@@ -460,10 +456,8 @@ mod tests {
 
     #[test]
     fn key_order() {
-        let m: Map = [("b", 1), ("2", 1), ("a", 1), ("10", 1), ("01", 1)]
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), Value::num(v)))
-            .collect();
+        let m: Map =
+            [("b", 1), ("2", 1), ("a", 1), ("10", 1), ("01", 1)].into_iter().map(|(k, v)| (k.to_string(), Value::num(v))).collect();
         assert_eq!(own_keys(&m), ["2", "10", "01", "a", "b"]);
     }
 }

@@ -2,9 +2,9 @@
 //! pathname, `authorization` header and the configured secret. The wasm shell feeds them
 //! and performs the I/O; everything here is tested natively.
 
+use super::check::{check, Verdict};
 use super::error::{RouterError, MAX_BODY_BYTES};
 use super::uri::decode_uri_component;
-use super::check::{check, Verdict};
 use super::value::decode_utf8;
 
 /// The exact health body (the `version` constant is stale in the reference; kept).
@@ -50,32 +50,49 @@ impl Binding {
 
     /// The environment binding name, taken from wrangler.toml at build time.
     pub fn env_name(self) -> &'static str {
-        crate::DO_ENV_BINDINGS
-            .iter()
-            .find(|(class, _)| *class == self.class_name())
-            .map(|(_, env)| *env)
-            .unwrap_or("")
+        crate::DO_ENV_BINDINGS.iter().find(|(class, _)| *class == self.class_name()).map(|(_, env)| *env).unwrap_or("")
     }
 
     /// The whitelist (wire.md §7). Nothing else is callable.
     pub fn methods(self) -> &'static [&'static str] {
         match self {
             Binding::Runs => &[
-                "applyEvent", "getRun", "getStep", "getEvent", "listEvents", "listSteps", "listHooks",
-                "getCleanupStatus", "scheduleCleanup", "cleanupNow", "rearmCleanup",
+                "applyEvent",
+                "getRun",
+                "getStep",
+                "getEvent",
+                "listEvents",
+                "listSteps",
+                "listHooks",
+                "getCleanupStatus",
+                "scheduleCleanup",
+                "cleanupNow",
+                "rearmCleanup",
             ],
             Binding::Streams => &[
-                "writeChunk", "closeStream", "getChunks", "getInfo", "registerStream", "listStreams",
-                "expireRegistry", "finalizeRegistry", "expireStream",
+                "writeChunk",
+                "closeStream",
+                "getChunks",
+                "getInfo",
+                "registerStream",
+                "listStreams",
+                "expireRegistry",
+                "finalizeRegistry",
+                "expireStream",
             ],
             Binding::Index => &[
-                "get", "put", "delete", "putOwned", "expireRun", "list", "reserveHookToken",
-                "finalizeHookIndexes", "releaseHookToken", "deleteHookIndexes",
-            ],
-            Binding::Queue => &[
-                "enqueue", "stats", "listDeadLetters", "redriveDeadLetter", "purgeDeadLetters", "rearmAlarm",
+                "get",
+                "put",
+                "delete",
+                "putOwned",
                 "expireRun",
+                "list",
+                "reserveHookToken",
+                "finalizeHookIndexes",
+                "releaseHookToken",
+                "deleteHookIndexes",
             ],
+            Binding::Queue => &["enqueue", "stats", "listDeadLetters", "redriveDeadLetter", "purgeDeadLetters", "rearmAlarm", "expireRun"],
         }
     }
 }
@@ -85,7 +102,11 @@ impl Binding {
 pub enum Route {
     Health,
     /// An authenticated, whitelisted RPC; the body still has to be read and checked.
-    Rpc { binding: Binding, encoded_name: String, method: String },
+    Rpc {
+        binding: Binding,
+        encoded_name: String,
+        method: String,
+    },
 }
 
 /// Decide the route from the HTTP method, the pathname as received (percent-encoded), the

@@ -12,9 +12,7 @@ impl Serialize for Value {
         match self {
             Value::Null => s.serialize_unit(),
             Value::Bool(b) => s.serialize_bool(*b),
-            Value::Number(n) if n.is_finite() && *n == n.trunc() && n.abs() < 9.007_199_254_740_992e15 => {
-                s.serialize_i64(*n as i64)
-            }
+            Value::Number(n) if n.is_finite() && *n == n.trunc() && n.abs() < 9.007_199_254_740_992e15 => s.serialize_i64(*n as i64),
             Value::Number(n) if n.is_finite() => s.serialize_f64(*n),
             Value::Number(_) => s.serialize_unit(),
             Value::String(v) => s.serialize_str(v),

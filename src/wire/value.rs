@@ -116,9 +116,9 @@ impl Value {
             (Some("Date"), Some(Value::String(iso)), _) => Value::Date(date::parse_date(iso)),
             // `iso` is not a date key, so it is still a string here unless it came from a
             // nested tag; a non-string `iso` or `data` leaves the object alone.
-            (Some("Uint8Array"), _, Some(Value::String(data))) => Value::Bytes(
-                base64::decode(data).ok_or_else(|| DecodeError("invalid base64 in Uint8Array tag".into()))?,
-            ),
+            (Some("Uint8Array"), _, Some(Value::String(data))) => {
+                Value::Bytes(base64::decode(data).ok_or_else(|| DecodeError("invalid base64 in Uint8Array tag".into()))?)
+            }
             _ => Value::Object(map),
         })
     }

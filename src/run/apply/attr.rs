@@ -4,12 +4,12 @@
 use std::collections::BTreeSet;
 
 use super::{fail, member, Apply, Code, Outcome, Success};
-use crate::wire::js::truthy;
 use crate::run::keys;
 use crate::run::records::Record;
 use crate::run::validate::attributes::{allow_reserved, apply_changes, changes_from, validate_changes};
 use crate::run::validate::{compact, parse_object, schemas};
 use crate::store::{get_json, put_json};
+use crate::wire::js::truthy;
 use crate::wire::{Map, RpcError, Value};
 
 pub fn set(cx: &mut Apply, current: Option<Record>) -> Result<Outcome, RpcError> {

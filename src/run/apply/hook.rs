@@ -3,11 +3,11 @@
 //! event-only path (`hook_received`, client-sent `hook_conflict`, unknown types).
 
 use super::{fail, Apply, Code, Outcome, Success};
-use crate::wire::js::{to_js_string, truthy};
 use crate::run::keys;
 use crate::run::records::Record;
 use crate::run::validate::{compact, parse_object, schemas};
 use crate::store::put_json;
+use crate::wire::js::{to_js_string, truthy};
 use crate::wire::{Map, RpcError, Value};
 
 /// Guard 7: a `hook_received` whose `resumeId` was already recorded.

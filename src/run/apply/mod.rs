@@ -10,15 +10,15 @@ mod run;
 mod step;
 mod wait;
 
-use super::events::{append_event, list_events, slot_to_event_id, event_id_to_slot, EventCtx, Page, Sequence};
+use super::events::{append_event, event_id_to_slot, list_events, slot_to_event_id, EventCtx, Page, Sequence};
 use super::fence::{expired_at_iso, retention_state};
-use crate::wire::js::{to_js_string, truthy, type_of};
 use super::keys;
 use super::records::{is_terminal_run_status, Record};
 use super::retention;
 use crate::hop::Ctx;
 use crate::store::alarm::Alarm;
 use crate::store::Store;
+use crate::wire::js::{to_js_string, truthy, type_of};
 use crate::wire::{Map, RpcError, Value};
 
 /// Failure codes of `applyEvent`.
@@ -172,8 +172,7 @@ pub fn is_child_entity_creation(data: &Map) -> bool {
         Some("step_created" | "hook_created" | "wait_created") => true,
         Some("step_started") => {
             let ed = data.get("eventData");
-            matches!(ed.and_then(|d| d.get("stepName")), Some(Value::String(_)))
-                && ed.and_then(|d| d.get("input")).is_some()
+            matches!(ed.and_then(|d| d.get("stepName")), Some(Value::String(_))) && ed.and_then(|d| d.get("input")).is_some()
         }
         _ => false,
     }
@@ -193,10 +192,7 @@ pub fn apply_event(store: &mut dyn Store, ctx: &Ctx, alarm: &mut Alarm, request:
     let retention = retention_state(store, ctx.now)?;
     if let Some(t) = &retention.tombstone {
         let run_id = to_js_string(member(request, "runId")?);
-        return Ok(failure_value(&fail(
-            Code::RunExpired,
-            format!("Workflow run \"{run_id}\" expired at {}", expired_at_iso(t)),
-        )));
+        return Ok(failure_value(&fail(Code::RunExpired, format!("Workflow run \"{run_id}\" expired at {}", expired_at_iso(t)))));
     }
     let seq = Sequence::load(store)?;
     let req = |k: &str| request.and_then(|r| r.get(k)).cloned();
@@ -279,16 +275,10 @@ fn core(cx: &mut Apply) -> Result<Outcome, RpcError> {
                 return Ok(Err(fail(Code::EntityConflict, format!("Cannot transition run from terminal state \"{status}\""))));
             }
             if is_child_entity_creation(&cx.data) {
-                return Ok(Err(fail(
-                    Code::EntityConflict,
-                    format!("Cannot create new entities on run in terminal state \"{status}\""),
-                )));
+                return Ok(Err(fail(Code::EntityConflict, format!("Cannot create new entities on run in terminal state \"{status}\""))));
             }
             if et == Some("attr_set") {
-                return Ok(Err(fail(
-                    Code::EntityConflict,
-                    format!("Cannot set attributes on run in terminal state \"{status}\""),
-                )));
+                return Ok(Err(fail(Code::EntityConflict, format!("Cannot set attributes on run in terminal state \"{status}\""))));
             }
         }
     }
@@ -361,11 +351,8 @@ fn finalize_page(cx: &mut Apply, mut s: Success) -> Result<Success, RpcError> {
     let skipped = committed - event_count - 1.0;
     let cursor = if event_count > 0.0 { Some(slot_to_event_id(event_count)?) } else { None };
     let page = list_events(cx.store, skipped, cursor.as_deref(), false)?;
-    let events: Vec<Value> = page
-        .data
-        .into_iter()
-        .filter(|e| e.get("eventId").and_then(Value::as_str).is_some_and(|id| id < event_id.as_str()))
-        .collect();
+    let events: Vec<Value> =
+        page.data.into_iter().filter(|e| e.get("eventId").and_then(Value::as_str).is_some_and(|id| id < event_id.as_str())).collect();
     let has_more = (events.len() as f64) < skipped;
     s.page = Some(Page { data: events, cursor: None, has_more });
     Ok(s)
@@ -402,17 +389,10 @@ fn success_value(s: Success) -> Value {
     if s.step_created {
         m.insert("stepCreated".into(), Value::Bool(true));
     }
-    let released = s
-        .released_hooks
-        .into_iter()
-        .map(|(hook_id, token)| Value::object([("hookId", hook_id), ("token", token)]))
-        .collect();
+    let released = s.released_hooks.into_iter().map(|(hook_id, token)| Value::object([("hookId", hook_id), ("token", token)])).collect();
     m.insert("releasedHooks".into(), Value::Array(released));
     if let Some((workflow_name, created_at)) = s.run_created {
-        m.insert(
-            "runCreated".into(),
-            Value::object([("workflowName", workflow_name), ("createdAt", Value::date(created_at))]),
-        );
+        m.insert("runCreated".into(), Value::object([("workflowName", workflow_name), ("createdAt", Value::date(created_at))]));
     }
     if let Some(p) = s.page {
         m.insert("events".into(), Value::Array(p.data));

@@ -2,12 +2,12 @@
 //! `run_started`, and the terminal transitions that release hooks and waits.
 
 use super::{fail, Apply, Code, Outcome, Success};
-use crate::wire::js::truthy;
 use crate::run::keys;
 use crate::run::records::{structured_error, Record};
 use crate::run::validate::attributes::{allow_reserved, changes_from_record, validate_changes, Change};
 use crate::run::validate::{compact, parse_object, schemas};
 use crate::store::{ListOptions, Store};
+use crate::wire::js::truthy;
 use crate::wire::{Map, RpcError, Value};
 
 /// Validate `attributes` of a run being created (a record, as a change list).
@@ -56,10 +56,7 @@ pub fn bootstrap(cx: &mut Apply) -> Result<Option<(Record, RunCreated)>, RpcErro
             event_data.insert(k.into(), v.clone());
         }
     }
-    let record = Map::from([
-        ("eventType".to_string(), Value::str("run_created")),
-        ("eventData".to_string(), Value::Object(event_data)),
-    ]);
+    let record = Map::from([("eventType".to_string(), Value::str("run_created")), ("eventData".to_string(), Value::Object(event_data))]);
     cx.append(record)?;
     run.save(cx.store, keys::RUN)?;
     let workflow_name = workflow.cloned().unwrap_or(Value::Null);

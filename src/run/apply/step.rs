@@ -2,10 +2,10 @@
 //! `step_started` (with the lazy start), `step_completed`, `step_failed`, `step_retrying`.
 
 use super::{fail, is_child_entity_creation, Apply, Code, Failure, Outcome, Success};
-use crate::wire::js::{new_date, truthy};
 use crate::run::keys;
 use crate::run::records::{is_terminal_run_status, is_terminal_step_status, structured_error, Record};
 use crate::run::validate::{compact, parse_object, schemas};
+use crate::wire::js::{new_date, truthy};
 use crate::wire::{Map, RpcError, Value};
 
 /// Guard 6: the step must exist (unless lazily created) and be modifiable.

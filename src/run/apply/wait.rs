@@ -1,10 +1,10 @@
 //! Wait events (spec `run-do.md` §6.7).
 
 use super::{fail, Apply, Code, Outcome, Success};
-use crate::wire::js::to_js_string;
 use crate::run::keys;
 use crate::run::records::Record;
 use crate::run::validate::{parse_object, schemas};
+use crate::wire::js::to_js_string;
 use crate::wire::{Map, RpcError, Value};
 
 /// `wait_created` (validated, not compacted).

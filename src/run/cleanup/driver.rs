@@ -9,9 +9,9 @@ use futures_util::future::join_all;
 
 use super::phases::{change_phase, next_step, record_failure, store_deleted_streams, Step};
 use super::record::{CleanupArgs, Phase};
-use crate::store::alarm::Alarm;
 use crate::run::keys;
 use crate::run::records::Record;
+use crate::store::alarm::Alarm;
 use crate::store::Store;
 use crate::wire::router::Binding;
 use crate::wire::{Map, RpcError, Value};
@@ -42,16 +42,14 @@ async fn streams_phase<H: CleanupHost>(host: &H, run_id: &str, due_ms: i64) -> R
         .map(|a| a.iter().map(|n| crate::wire::js::to_js_string(Some(n))).collect())
         .unwrap_or_default();
     let mut deleted = if names.is_empty() {
-        host.transact(|s, _, _| Ok(Record::load(s, keys::RETENTION_CLEANUP)?.and_then(|r| r.num("deletedStreams")).unwrap_or(0.0)))
-            .await?
+        host.transact(|s, _, _| Ok(Record::load(s, keys::RETENTION_CLEANUP)?.and_then(|r| r.num("deletedStreams")).unwrap_or(0.0))).await?
     } else {
         0.0
     };
     for batch in names.chunks(STREAM_BATCH) {
         let instances: Vec<String> = batch.iter().map(|name| format!("stream:{name}")).collect();
-        let calls = instances
-            .iter()
-            .map(|instance| host.call(Binding::Streams, instance, "expireStream", vec![Value::str(run_id), due.clone()]));
+        let calls =
+            instances.iter().map(|instance| host.call(Binding::Streams, instance, "expireStream", vec![Value::str(run_id), due.clone()]));
         for result in join_all(calls).await {
             if result?.get("deleted") == Some(&Value::Bool(true)) {
                 deleted += 1.0;

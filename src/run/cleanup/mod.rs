@@ -17,9 +17,9 @@ pub use record::{CleanupArgs, Phase};
 
 use super::keys;
 use super::records::{cleanup_record, is_terminal_run_status, Record};
-use crate::wire::js::time_clip;
 use crate::store::alarm::Alarm;
 use crate::store::Store;
+use crate::wire::js::time_clip;
 use crate::wire::{RpcError, Value};
 
 /// `getCleanupStatus()`: the record or `null`.

@@ -1,11 +1,11 @@
 //! The cleanup loop's storage steps (retention.md §3–4), each one transaction.
 
 use super::record::Phase;
-use crate::store::alarm::Alarm;
-use crate::wire::js::to_js_string;
 use crate::run::keys;
 use crate::run::records::Record;
+use crate::store::alarm::Alarm;
 use crate::store::{put_json, ListOptions, Store};
+use crate::wire::js::to_js_string;
 use crate::wire::{Map, RpcError, Value};
 
 /// Payload keys deleted per batch (one transaction, one alarm each).
@@ -109,11 +109,8 @@ fn index_request(store: &mut dyn Store, record: &Record, run_id: &str, due_ms: i
 fn payload_batch(store: &mut dyn Store, record: &mut Record, run_id: &str, now: i64) -> Result<usize, RpcError> {
     // Two more than a batch, since the two retention keys are listed too.
     let listed = store.list_keys(&ListOptions::default().limit(PAYLOAD_BATCH + 3))?;
-    let doomed: Vec<String> = listed
-        .into_iter()
-        .filter(|k| k != keys::RETENTION_CLEANUP && k != keys::RETENTION_TOMBSTONE)
-        .take(PAYLOAD_BATCH)
-        .collect();
+    let doomed: Vec<String> =
+        listed.into_iter().filter(|k| k != keys::RETENTION_CLEANUP && k != keys::RETENTION_TOMBSTONE).take(PAYLOAD_BATCH).collect();
     let mut tombstone = Map::new();
     tombstone.insert("version".into(), Value::num(1));
     tombstone.insert("runId".into(), Value::str(run_id));
@@ -144,8 +141,8 @@ pub fn next_step(store: &mut dyn Store, now: i64, alarm: &mut Alarm) -> Result<S
         };
         let run_id = to_js_string(record.get("runId"));
         let due_ms = record.date("dueAt").unwrap_or(0);
-        let phase = Phase::of(&record)
-            .ok_or_else(|| RpcError::error(format!("unknown cleanup phase {}", to_js_string(record.get("phase")))))?;
+        let phase =
+            Phase::of(&record).ok_or_else(|| RpcError::error(format!("unknown cleanup phase {}", to_js_string(record.get("phase")))))?;
         match phase {
             Phase::Tombstoned => {
                 alarm.delete();
@@ -180,4 +177,3 @@ pub fn next_step(store: &mut dyn Store, now: i64, alarm: &mut Alarm) -> Result<S
         }
     }
 }
-

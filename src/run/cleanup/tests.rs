@@ -162,7 +162,10 @@ impl World {
         ));
         let queued = self.peer(Binding::Queue, "q:1", "enqueue", vec![enqueue]).unwrap();
         assert_eq!(queued.get("ok"), Some(&Value::Bool(true)), "{}", queued.to_json().unwrap());
-        self.apply(r#"{"eventType":"run_completed","specVersion":6,"eventData":{"output":{"__type":"Uint8Array","data":"Aw=="}}}"#, retention_ms);
+        self.apply(
+            r#"{"eventType":"run_completed","specVersion":6,"eventData":{"output":{"__type":"Uint8Array","data":"Aw=="}}}"#,
+            retention_ms,
+        );
     }
 }
 
@@ -235,11 +238,14 @@ fn terminal_run_is_retained_then_cleaned_everywhere() {
     let read = w.run_call("getRun", vec![]).unwrap();
     assert_eq!(member(&read, "code"), Some(&Value::str("RUN_EXPIRED")));
     assert!(member(&read, "tombstone").is_some());
-    let write = w.run_call("applyEvent", vec![v(&format!(r#"{{"runId":"{RUN}","data":{{"eventType":"run_started","specVersion":6}}}}"#))]).unwrap();
+    let write =
+        w.run_call("applyEvent", vec![v(&format!(r#"{{"runId":"{RUN}","data":{{"eventType":"run_started","specVersion":6}}}}"#))]).unwrap();
     assert_eq!(member(&write, "code"), Some(&Value::str("RUN_EXPIRED")));
     let stored = w.peer(Binding::Index, "index", "putOwned", vec![Value::str(RUN), Value::str("run:wf:0:x"), Value::str("{}")]).unwrap();
     assert_eq!(member(&stored, "stored"), Some(&Value::Bool(false)));
-    let enqueue = v(&format!(r#"{{"messageId":"msg_2","queueName":"q","pathname":"flow","body":"{{}}","runId":"{RUN}","config":{{"targetBaseUrl":"http://127.0.0.1:1","queueShards":2}}}}"#));
+    let enqueue = v(&format!(
+        r#"{{"messageId":"msg_2","queueName":"q","pathname":"flow","body":"{{}}","runId":"{RUN}","config":{{"targetBaseUrl":"http://127.0.0.1:1","queueShards":2}}}}"#
+    ));
     let refused = w.peer(Binding::Queue, "q:0", "enqueue", vec![enqueue]).unwrap();
     assert_eq!(member(&refused, "code"), Some(&Value::str("RUN_EXPIRED")));
     assert!(w.peer(Binding::Streams, "stream:out", "writeChunk", vec![Value::str(RUN), Value::Bytes(vec![9])]).is_err());

@@ -48,7 +48,9 @@ fn thrown_errors_roll_back_and_take_no_slot() {
     assert_eq!(e, RpcError::type_error("Cannot read properties of undefined (reading 'output')"));
     let e = h.apply_err(r#"{"eventType":"run_failed","eventData":null}"#);
     assert_eq!(e, RpcError::type_error("Cannot read properties of null (reading 'error')"));
-    let e = h.apply_err(r#"{"eventType":"step_created","specVersion":6,"eventData":{"stepName":"s","input":{"__type":"Uint8Array","data":"AQ=="}}}"#);
+    let e = h.apply_err(
+        r#"{"eventType":"step_created","specVersion":6,"eventData":{"stepName":"s","input":{"__type":"Uint8Array","data":"AQ=="}}}"#,
+    );
     assert_eq!(zod_message(&e), "[\n  {\n    \"expected\": \"string\",\n    \"code\": \"invalid_type\",\n    \"path\": [\n      \"stepId\"\n    ],\n    \"message\": \"Invalid input: expected string, received undefined\"\n  }\n]");
     let e = h.apply_err(r#"{"eventType":"hook_received"}"#);
     assert!(zod_message(&e).contains("\"eventData\""));
@@ -60,9 +62,18 @@ fn thrown_errors_roll_back_and_take_no_slot() {
 #[test]
 fn malformed_requests_throw_type_errors() {
     let mut h = Harness::new();
-    assert_eq!(h.call("applyEvent", vec![]).unwrap_err(), RpcError::type_error("Cannot read properties of undefined (reading 'specVersion')"));
-    assert_eq!(h.request(r#"{"runId":"wrun_A"}"#).unwrap_err(), RpcError::type_error("Cannot read properties of undefined (reading 'specVersion')"));
-    assert_eq!(h.request(r#"{"runId":"wrun_A","data":null}"#).unwrap_err(), RpcError::type_error("Cannot read properties of null (reading 'specVersion')"));
+    assert_eq!(
+        h.call("applyEvent", vec![]).unwrap_err(),
+        RpcError::type_error("Cannot read properties of undefined (reading 'specVersion')")
+    );
+    assert_eq!(
+        h.request(r#"{"runId":"wrun_A"}"#).unwrap_err(),
+        RpcError::type_error("Cannot read properties of undefined (reading 'specVersion')")
+    );
+    assert_eq!(
+        h.request(r#"{"runId":"wrun_A","data":null}"#).unwrap_err(),
+        RpcError::type_error("Cannot read properties of null (reading 'specVersion')")
+    );
     // attr_set with a correlationId but no writer reads `writer.type`.
     h.create_run();
     let e = h.apply_err(r#"{"eventType":"attr_set","correlationId":"a","eventData":{"changes":[{"key":"z","value":"1"}]}}"#);
@@ -81,7 +92,13 @@ fn event_ids_are_dense_persisted_slots() {
     for i in 0..10 {
         h.apply(&format!(r#"{{"eventType":"step_created","correlationId":"s{i}","eventData":{{"stepName":"n","input":1}}}}"#));
         // A failure in between takes no slot.
-        assert_eq!(s(&h.apply(&format!(r#"{{"eventType":"step_created","correlationId":"s{i}","eventData":{{"stepName":"n","input":1}}}}"#)), "code"), "ENTITY_CONFLICT");
+        assert_eq!(
+            s(
+                &h.apply(&format!(r#"{{"eventType":"step_created","correlationId":"s{i}","eventData":{{"stepName":"n","input":1}}}}"#)),
+                "code"
+            ),
+            "ENTITY_CONFLICT"
+        );
     }
     let ids: Vec<String> = h.events().iter().map(|e| s(e, "eventId").to_string()).collect();
     let want: Vec<String> = (1..=12).map(|i| format!("evnt_{i:026}")).collect();

@@ -11,9 +11,9 @@ mod runs;
 mod steps;
 mod waits_attrs;
 
-use crate::store::alarm::{Alarm, AlarmChange};
 use crate::config::Config;
 use crate::hop::{Args, Ctx};
+use crate::store::alarm::{Alarm, AlarmChange};
 use crate::store::MemoryStore;
 use crate::wire::{RpcError, Value};
 

@@ -70,7 +70,10 @@ fn steps_and_hooks_list_in_creation_order() {
     for id in ["z-first", "z-second", "a-third"] {
         h.tick(5);
         h.apply(&format!(r#"{{"eventType":"step_created","correlationId":"{id}","eventData":{{"stepName":"n","input":1}}}}"#));
-        h.apply_with(&format!(r#"{{"eventType":"hook_created","correlationId":"{id}","eventData":{{"token":"t-{id}"}}}}"#), r#""tokenHolder":null"#);
+        h.apply_with(
+            &format!(r#"{{"eventType":"hook_created","correlationId":"{id}","eventData":{{"token":"t-{id}"}}}}"#),
+            r#""tokenHolder":null"#,
+        );
     }
     let asc = page(&mut h, "listSteps", "{}");
     assert_eq!(ids(&asc, "stepId"), ["z-first", "z-second", "a-third"]);

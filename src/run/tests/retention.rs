@@ -5,7 +5,9 @@ use crate::wire::date::iso;
 
 fn retained(h: &mut Harness, retention_ms: u64, shards: &str) -> Value {
     h.create_run();
-    let req = format!(r#"{{"runId":"wrun_A","data":{{"eventType":"run_failed","eventData":{{"error":{{"__type":"Uint8Array","data":"BQ=="}},"errorCode":"USER_ERROR"}}}},"cleanup":{{"retentionMs":{retention_ms},"queueShards":{shards}}}}}"#);
+    let req = format!(
+        r#"{{"runId":"wrun_A","data":{{"eventType":"run_failed","eventData":{{"error":{{"__type":"Uint8Array","data":"BQ=="}},"errorCode":"USER_ERROR"}}}},"cleanup":{{"retentionMs":{retention_ms},"queueShards":{shards}}}}}"#
+    );
     h.request(&req).unwrap()
 }
 
@@ -38,7 +40,9 @@ fn no_scheduling_without_retention_or_twice() {
     // A repeated cancel carries a terminal run: scheduled once, then left alone.
     let mut h = Harness::new();
     h.create_run();
-    let req = |ms: u64| format!(r#"{{"runId":"wrun_A","data":{{"eventType":"run_cancelled"}},"cleanup":{{"retentionMs":{ms},"queueShards":null}}}}"#);
+    let req = |ms: u64| {
+        format!(r#"{{"runId":"wrun_A","data":{{"eventType":"run_cancelled"}},"cleanup":{{"retentionMs":{ms},"queueShards":null}}}}"#)
+    };
     h.request(&req(0)).unwrap();
     let out = h.request(&req(60_000)).unwrap();
     assert!(at(&out, "run.expiredAt").is_some());
@@ -60,15 +64,25 @@ fn reads_and_writes_are_fenced_once_due() {
         rec.get("dueAt").cloned().unwrap()
     };
     let Value::Date(Some(due)) = expected_due else { panic!() };
-    for (m, args) in [("getRun", vec![]), ("getStep", vec![v(r#""s""#)]), ("getEvent", vec![v(r#""e""#)]), ("listEvents", vec![]), ("listSteps", vec![]), ("listHooks", vec![])] {
+    for (m, args) in [
+        ("getRun", vec![]),
+        ("getStep", vec![v(r#""s""#)]),
+        ("getEvent", vec![v(r#""e""#)]),
+        ("listEvents", vec![]),
+        ("listSteps", vec![]),
+        ("listHooks", vec![]),
+    ] {
         let out = h.read(m, args);
         assert_fail(&out, "RUN_EXPIRED", &format!(r#"Workflow run "wrun_A" expired at {}"#, iso(due)));
         let t = at(&out, "tombstone").unwrap();
-        assert_eq!(json(t), json(&v(&format!(
-            r#"{{"version":1,"runId":"wrun_A","terminalStatus":"failed","completedAt":{},"expiredAt":{{"__type":"Date","iso":"{d}"}},"tombstonedAt":{{"__type":"Date","iso":"{d}"}}}}"#,
-            json(at(t, "completedAt").unwrap()),
-            d = iso(due)
-        ))));
+        assert_eq!(
+            json(t),
+            json(&v(&format!(
+                r#"{{"version":1,"runId":"wrun_A","terminalStatus":"failed","completedAt":{},"expiredAt":{{"__type":"Date","iso":"{d}"}},"tombstonedAt":{{"__type":"Date","iso":"{d}"}}}}"#,
+                json(at(t, "completedAt").unwrap()),
+                d = iso(due)
+            )))
+        );
     }
     let out = h.apply(r#"{"eventType":"run_started"}"#);
     assert_fail(&out, "RUN_EXPIRED", &format!(r#"Workflow run "wrun_A" expired at {}"#, iso(due)));

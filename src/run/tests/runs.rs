@@ -112,11 +112,17 @@ fn resilient_start_bootstraps_a_missing_run() {
     assert_eq!(s(&out, "event.eventId"), "evnt_00000000000000000000000002");
     assert_eq!(h.event_types(), ["run_created", "run_started"]);
     let events = h.events();
-    assert_eq!(json(at(&events[0], "eventData").unwrap()), r#"{"attributes":{"boot":"yes"},"deploymentId":"d","executionContext":{"via":"queue"},"input":{"__type":"Uint8Array","data":"BAI="},"workflowName":"wf"}"#);
+    assert_eq!(
+        json(at(&events[0], "eventData").unwrap()),
+        r#"{"attributes":{"boot":"yes"},"deploymentId":"d","executionContext":{"via":"queue"},"input":{"__type":"Uint8Array","data":"BAI="},"workflowName":"wf"}"#
+    );
     assert!(at(&events[1], "eventData").is_none());
     // eventCount 0: the stale writer learns the bootstrap slot.
     let mut h = Harness::new();
-    let out = h.apply_with(r#"{"eventType":"run_started","eventData":{"deploymentId":"d","workflowName":"wf","input":1}}"#, r#""params":{"eventCount":0}"#);
+    let out = h.apply_with(
+        r#"{"eventType":"run_started","eventData":{"deploymentId":"d","workflowName":"wf","input":1}}"#,
+        r#""params":{"eventCount":0}"#,
+    );
     assert_eq!(at(&out, "events").and_then(Value::as_array).map(Vec::len), Some(1));
     assert_eq!(s(&out, "events.0.eventType"), "run_created");
     assert_eq!(at(&out, "cursor"), Some(&Value::Null));
@@ -140,7 +146,10 @@ fn incomplete_bootstrap_is_run_not_found() {
 fn terminal_transitions() {
     let mut h = Harness::new();
     h.start_run();
-    let out = h.apply_with(r#"{"eventType":"run_completed","eventData":{"output":{"__type":"Uint8Array","data":"CQk="}}}"#, r#""params":{"occurredAt":{"__type":"Date","iso":"2000-01-02T03:04:05.678Z"}}"#);
+    let out = h.apply_with(
+        r#"{"eventType":"run_completed","eventData":{"output":{"__type":"Uint8Array","data":"CQk="}}}"#,
+        r#""params":{"occurredAt":{"__type":"Date","iso":"2000-01-02T03:04:05.678Z"}}"#,
+    );
     assert_eq!(s(&out, "run.status"), "completed");
     assert_eq!(at(&out, "run.completedAt"), at(&out, "event.createdAt"));
     assert_eq!(json(at(&out, "event.occurredAt").unwrap()), r#"{"__type":"Date","iso":"2000-01-02T03:04:05.678Z"}"#);
@@ -170,18 +179,38 @@ fn terminal_run_guards() {
     h.start_run();
     h.apply(r#"{"eventType":"run_completed","eventData":{}}"#);
     let conflict = |m: &str| m.to_string();
-    assert_fail(&h.apply(r#"{"eventType":"run_started"}"#), "RUN_EXPIRED", r#"Workflow run "wrun_A" is already in terminal state "completed""#);
+    assert_fail(
+        &h.apply(r#"{"eventType":"run_started"}"#),
+        "RUN_EXPIRED",
+        r#"Workflow run "wrun_A" is already in terminal state "completed""#,
+    );
     for t in ["run_completed", "run_failed", "run_cancelled"] {
         let out = h.apply(&format!(r#"{{"eventType":"{t}","eventData":{{"error":"x"}}}}"#));
         assert_fail(&out, "ENTITY_CONFLICT", &conflict(r#"Cannot transition run from terminal state "completed""#));
     }
     let creation = r#"Cannot create new entities on run in terminal state "completed""#;
-    assert_fail(&h.apply(r#"{"eventType":"step_created","correlationId":"s","eventData":{"stepName":"n","input":1}}"#), "ENTITY_CONFLICT", creation);
-    assert_fail(&h.apply(r#"{"eventType":"step_started","correlationId":"s","eventData":{"stepName":"n","input":1}}"#), "ENTITY_CONFLICT", creation);
-    assert_fail(&h.apply(r#"{"eventType":"step_started","correlationId":"s","eventData":{"stepName":"","input":null}}"#), "ENTITY_CONFLICT", creation);
+    assert_fail(
+        &h.apply(r#"{"eventType":"step_created","correlationId":"s","eventData":{"stepName":"n","input":1}}"#),
+        "ENTITY_CONFLICT",
+        creation,
+    );
+    assert_fail(
+        &h.apply(r#"{"eventType":"step_started","correlationId":"s","eventData":{"stepName":"n","input":1}}"#),
+        "ENTITY_CONFLICT",
+        creation,
+    );
+    assert_fail(
+        &h.apply(r#"{"eventType":"step_started","correlationId":"s","eventData":{"stepName":"","input":null}}"#),
+        "ENTITY_CONFLICT",
+        creation,
+    );
     assert_fail(&h.apply(r#"{"eventType":"hook_created","correlationId":"h","eventData":{"token":"t"}}"#), "ENTITY_CONFLICT", creation);
     assert_fail(&h.apply(r#"{"eventType":"wait_created","correlationId":"w","eventData":{"resumeAt":1}}"#), "ENTITY_CONFLICT", creation);
-    assert_fail(&h.apply(r#"{"eventType":"attr_set","eventData":{"changes":[],"writer":{"type":"workflow"}}}"#), "ENTITY_CONFLICT", r#"Cannot set attributes on run in terminal state "completed""#);
+    assert_fail(
+        &h.apply(r#"{"eventType":"attr_set","eventData":{"changes":[],"writer":{"type":"workflow"}}}"#),
+        "ENTITY_CONFLICT",
+        r#"Cannot set attributes on run in terminal state "completed""#,
+    );
     // Non-creation events continue to their own checks.
     assert_fail(&h.apply(r#"{"eventType":"step_started","correlationId":"s"}"#), "STEP_NOT_FOUND", r#"Step "s" not found"#);
     assert_fail(&h.apply(r#"{"eventType":"wait_completed","correlationId":"w"}"#), "WAIT_NOT_FOUND", r#"Wait "w" not found"#);

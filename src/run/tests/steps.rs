@@ -35,7 +35,9 @@ fn step_lifecycle() {
     let again = h.apply(r#"{"eventType":"step_started","correlationId":"s1"}"#);
     assert_eq!(at(&again, "step.attempt"), Some(&Value::num(3)));
 
-    let done = h.apply(r#"{"eventType":"step_completed","correlationId":"s1","eventData":{"result":{"__type":"Uint8Array","data":"AQ=="},"ttfs":5}}"#);
+    let done = h.apply(
+        r#"{"eventType":"step_completed","correlationId":"s1","eventData":{"result":{"__type":"Uint8Array","data":"AQ=="},"ttfs":5}}"#,
+    );
     assert_eq!(s(&done, "step.status"), "completed");
     assert_eq!(json(at(&done, "step.output").unwrap()), r#"{"__type":"Uint8Array","data":"AQ=="}"#);
     assert_eq!(json(at(&done, "step.error").unwrap()), r#"{"message":"flaky"}"#, "previous error kept");
@@ -57,7 +59,8 @@ fn step_failed_keeps_message_and_stack() {
     let mut h = Harness::new();
     h.start_run();
     h.apply(CREATE_S1);
-    let out = h.apply(r#"{"eventType":"step_failed","correlationId":"s1","eventData":{"error":{"message":"m","stack":"at x","code":"C"}}}"#);
+    let out =
+        h.apply(r#"{"eventType":"step_failed","correlationId":"s1","eventData":{"error":{"message":"m","stack":"at x","code":"C"}}}"#);
     assert_eq!(json(at(&out, "step.error").unwrap()), r#"{"code":"C","message":"m","stack":"at x"}"#);
     assert_eq!(s(&out, "step.status"), "failed");
 }
@@ -149,20 +152,32 @@ fn eventcount_rules() {
     assert_eq!(at(&out, "events").and_then(Value::as_array).map(Vec::len), Some(1));
     assert_eq!(s(&out, "events.0.eventId"), "evnt_00000000000000000000000002");
     // Up to date: no page.
-    let out = h.apply_with(r#"{"eventType":"step_created","correlationId":"s2","eventData":{"stepName":"n","input":1}}"#, r#""params":{"eventCount":3}"#);
+    let out = h.apply_with(
+        r#"{"eventType":"step_created","correlationId":"s2","eventData":{"stepName":"n","input":1}}"#,
+        r#""params":{"eventCount":3}"#,
+    );
     assert!(at(&out, "events").is_none());
     // A fractional count throws only when a report is needed, and rolls back.
     let before = h.store.data.clone();
     let e = h.request(r#"{"runId":"wrun_A","data":{"eventType":"step_created","correlationId":"s9","eventData":{"stepName":"bad","input":1}},"params":{"eventCount":1.5}}"#).unwrap_err();
     assert_eq!(e, RpcError::range_error("Invalid event slot: 1.5"));
     assert_eq!(h.store.data, before);
-    let out = h.apply_with(r#"{"eventType":"step_created","correlationId":"s9","eventData":{"stepName":"n","input":1}}"#, r#""params":{"eventCount":4.5}"#);
+    let out = h.apply_with(
+        r#"{"eventType":"step_created","correlationId":"s9","eventData":{"stepName":"n","input":1}}"#,
+        r#""params":{"eventCount":4.5}"#,
+    );
     assert!(at(&out, "events").is_none(), "slot 5 <= 4.5 + 1");
     // sinceCursor wins over eventCount; "" means from the beginning.
-    let out = h.apply_with(r#"{"eventType":"step_created","correlationId":"s10","eventData":{"stepName":"n","input":1}}"#, r#""params":{"eventCount":0,"sinceCursor":""}"#);
+    let out = h.apply_with(
+        r#"{"eventType":"step_created","correlationId":"s10","eventData":{"stepName":"n","input":1}}"#,
+        r#""params":{"eventCount":0,"sinceCursor":""}"#,
+    );
     assert_eq!(at(&out, "events").and_then(Value::as_array).map(Vec::len), Some(6));
     assert_eq!(at(&out, "hasMore"), Some(&Value::Bool(false)));
-    let out = h.apply_with(r#"{"eventType":"step_created","correlationId":"s11","eventData":{"stepName":"n","input":1}}"#, r#""params":{"sinceCursor":"evnt_00000000000000000000000005"}"#);
+    let out = h.apply_with(
+        r#"{"eventType":"step_created","correlationId":"s11","eventData":{"stepName":"n","input":1}}"#,
+        r#""params":{"sinceCursor":"evnt_00000000000000000000000005"}"#,
+    );
     let ids: Vec<&str> = at(&out, "events").and_then(Value::as_array).unwrap().iter().map(|e| s(e, "eventId")).collect();
     assert_eq!(ids, ["evnt_00000000000000000000000006", "evnt_00000000000000000000000007"]);
 }

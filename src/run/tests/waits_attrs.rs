@@ -11,13 +11,25 @@ fn wait_lifecycle() {
     assert_eq!(s(&out, "wait.status"), "waiting");
     assert_eq!(json(at(&out, "wait.resumeAt").unwrap()), r#"{"__type":"Date","iso":"2099-01-01T00:00:00.000Z"}"#);
     assert_eq!(json(at(&out, "event.eventData.resumeAt").unwrap()), r#"{"__type":"Date","iso":"2099-01-01T00:00:00.000Z"}"#);
-    assert_fail(&h.apply(r#"{"eventType":"wait_created","correlationId":"wait-a","eventData":{"resumeAt":1}}"#), "ENTITY_CONFLICT", r#"Wait "wait-a" already exists"#);
+    assert_fail(
+        &h.apply(r#"{"eventType":"wait_created","correlationId":"wait-a","eventData":{"resumeAt":1}}"#),
+        "ENTITY_CONFLICT",
+        r#"Wait "wait-a" already exists"#,
+    );
     let done = h.apply(r#"{"eventType":"wait_completed","correlationId":"wait-a"}"#);
     assert_eq!(s(&done, "wait.status"), "completed");
     assert_eq!(at(&done, "wait.createdAt"), at(&out, "wait.createdAt"));
     assert_eq!(at(&done, "wait.resumeAt"), at(&out, "wait.resumeAt"));
-    assert_fail(&h.apply(r#"{"eventType":"wait_completed","correlationId":"wait-a"}"#), "ENTITY_CONFLICT", r#"Wait "wait-a" already completed"#);
-    assert_fail(&h.apply(r#"{"eventType":"wait_created","correlationId":"wait-a","eventData":{"resumeAt":1}}"#), "ENTITY_CONFLICT", r#"Wait "wait-a" already exists"#);
+    assert_fail(
+        &h.apply(r#"{"eventType":"wait_completed","correlationId":"wait-a"}"#),
+        "ENTITY_CONFLICT",
+        r#"Wait "wait-a" already completed"#,
+    );
+    assert_fail(
+        &h.apply(r#"{"eventType":"wait_created","correlationId":"wait-a","eventData":{"resumeAt":1}}"#),
+        "ENTITY_CONFLICT",
+        r#"Wait "wait-a" already exists"#,
+    );
     assert_fail(&h.apply(r#"{"eventType":"wait_completed","correlationId":"nope"}"#), "WAIT_NOT_FOUND", r#"Wait "nope" not found"#);
     // A new resumeAt on completion replaces the old one.
     h.apply(r#"{"eventType":"wait_created","correlationId":"b","eventData":{"resumeAt":0}}"#);
@@ -38,7 +50,9 @@ fn wait_validation_messages() {
 }
 
 fn attr(h: &mut Harness, changes: &str, extra: &str) -> Result<Value, RpcError> {
-    let req = format!(r#"{{"runId":"wrun_A","data":{{"eventType":"attr_set","specVersion":6{extra},"eventData":{{"changes":{changes},"writer":{{"type":"workflow"}}}}}}}}"#);
+    let req = format!(
+        r#"{{"runId":"wrun_A","data":{{"eventType":"attr_set","specVersion":6{extra},"eventData":{{"changes":{changes},"writer":{{"type":"workflow"}}}}}}}}"#
+    );
     h.request(&req)
 }
 
@@ -50,13 +64,22 @@ fn attribute_rules_and_messages() {
     let cases: Vec<(String, String)> = vec![
         (r#"[{"key":"$y","value":"r"}]"#.into(), reserved.into()),
         (r#"[{"key":"","value":"v"}]"#.into(), "Attribute key must not be empty".into()),
-        (format!(r#"[{{"key":"{}","value":"v"}}]"#, "k".repeat(257)), format!("Attribute key length 257 exceeds limit 256: \"{}\"…", "k".repeat(32))),
+        (
+            format!(r#"[{{"key":"{}","value":"v"}}]"#, "k".repeat(257)),
+            format!("Attribute key length 257 exceeds limit 256: \"{}\"…", "k".repeat(32)),
+        ),
         (format!(r#"[{{"key":"big","value":"{}x"}}]"#, "é".repeat(128)), "Attribute value byte length 257 exceeds limit 256".into()),
-        (r#"[{"key":"dup","value":"1"},{"key":"dup","value":"2"}]"#.into(), r#"Attribute key "dup" appears more than once in the same batch"#.into()),
+        (
+            r#"[{"key":"dup","value":"1"},{"key":"dup","value":"2"}]"#.into(),
+            r#"Attribute key "dup" appears more than once in the same batch"#.into(),
+        ),
         (r#"[{"key":"n","value":5}]"#.into(), "Attribute value must be a string or null, got number".into()),
         (r#"[{"key":5,"value":"v"}]"#.into(), "Attribute key must be a string, got number".into()),
         (r#"[{"value":"v"}]"#.into(), "Attribute key must be a string, got undefined".into()),
-        (r#"[{"key":"q\"x","value":"v"},{"key":"q\"x","value":"v"}]"#.into(), r#"Attribute key "q\"x" appears more than once in the same batch"#.into()),
+        (
+            r#"[{"key":"q\"x","value":"v"},{"key":"q\"x","value":"v"}]"#.into(),
+            r#"Attribute key "q\"x" appears more than once in the same batch"#.into(),
+        ),
     ];
     for (changes, message) in cases {
         let e = attr(&mut h, &changes, "").unwrap_err();
@@ -93,9 +116,13 @@ fn attribute_cap_counts_the_merge() {
     // run_created validates without existing keys.
     let mut h2 = Harness::new();
     let many = format!("{{{}}}", (0..65).map(|i| format!(r#""a{i}":"v""#)).collect::<Vec<_>>().join(","));
-    let e = h2.apply_err(&format!(r#"{{"eventType":"run_created","eventData":{{"deploymentId":"d","workflowName":"w","input":1,"attributes":{many}}}}}"#));
+    let e = h2.apply_err(&format!(
+        r#"{{"eventType":"run_created","eventData":{{"deploymentId":"d","workflowName":"w","input":1,"attributes":{many}}}}}"#
+    ));
     assert_eq!(e, RpcError::attribute("Run attribute count would exceed limit 64 (post-merge 65)"));
-    let e = h2.apply_err(r#"{"eventType":"run_created","eventData":{"deploymentId":"d","workflowName":"w","input":1,"attributes":{"$rootRunId":"r"}}}"#);
+    let e = h2.apply_err(
+        r#"{"eventType":"run_created","eventData":{"deploymentId":"d","workflowName":"w","input":1,"attributes":{"$rootRunId":"r"}}}"#,
+    );
     assert!(e.message.starts_with("AttributeValidationError: Attribute key \"$rootRunId\""));
     assert!(h2.keys().is_empty());
 }

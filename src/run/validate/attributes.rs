@@ -26,11 +26,13 @@ pub fn changes_from(changes: Option<&Value>) -> Result<Vec<Change<'_>>, RpcError
     match changes {
         Some(Value::Array(items)) => items
             .iter()
-            .map(|c| -> Result<Change<'_>, RpcError> { match c {
-                Value::Null => Ok(Change { key: None, value: None, null_element: true }),
-                Value::Object(m) => Ok(Change { key: m.get("key"), value: m.get("value"), null_element: false }),
-                _ => Ok(Change { key: None, value: None, null_element: false }),
-            }})
+            .map(|c| -> Result<Change<'_>, RpcError> {
+                match c {
+                    Value::Null => Ok(Change { key: None, value: None, null_element: true }),
+                    Value::Object(m) => Ok(Change { key: m.get("key"), value: m.get("value"), null_element: false }),
+                    _ => Ok(Change { key: None, value: None, null_element: false }),
+                }
+            })
             .collect(),
         // Strings iterate by code point; a one-character string has no `key` member.
         Some(Value::String(s)) => Ok(s.chars().map(|_| Change { key: None, value: None, null_element: false }).collect()),
@@ -52,14 +54,8 @@ pub fn changes_from_record(attributes: Option<&Value>) -> Vec<(Value, Value)> {
             .enumerate()
             .map(|(i, u)| (Value::String(i.to_string()), Value::String(String::from_utf16_lossy(&[u]))))
             .collect(),
-        Some(Value::Array(items)) => items
-            .iter()
-            .enumerate()
-            .map(|(i, v)| (Value::String(i.to_string()), v.clone()))
-            .collect(),
-        Some(Value::Bytes(b)) => {
-            b.iter().enumerate().map(|(i, v)| (Value::String(i.to_string()), Value::num(*v))).collect()
-        }
+        Some(Value::Array(items)) => items.iter().enumerate().map(|(i, v)| (Value::String(i.to_string()), v.clone())).collect(),
+        Some(Value::Bytes(b)) => b.iter().enumerate().map(|(i, v)| (Value::String(i.to_string()), Value::num(*v))).collect(),
         _ => Vec::new(),
     }
 }
@@ -69,11 +65,7 @@ fn attribute_error(message: String) -> RpcError {
 }
 
 /// Throw (`Err`) at the first violation, in the package's order.
-pub fn validate_changes(
-    changes: &[Change<'_>],
-    existing_keys: Option<&BTreeSet<String>>,
-    allow_reserved: bool,
-) -> Result<(), RpcError> {
+pub fn validate_changes(changes: &[Change<'_>], existing_keys: Option<&BTreeSet<String>>, allow_reserved: bool) -> Result<(), RpcError> {
     let mut seen: BTreeSet<&str> = BTreeSet::new();
     let (mut adds, mut deletes) = (0usize, 0usize);
     for change in changes {
@@ -91,10 +83,7 @@ pub fn validate_changes(
         if len > KEY_MAX_LENGTH {
             let units: Vec<u16> = key.encode_utf16().take(32).collect();
             let head = String::from_utf16_lossy(&units);
-            return Err(attribute_error(format!(
-                "Attribute key length {len} exceeds limit {KEY_MAX_LENGTH}: {}…",
-                json_string(&head)
-            )));
+            return Err(attribute_error(format!("Attribute key length {len} exceeds limit {KEY_MAX_LENGTH}: {}…", json_string(&head))));
         }
         if !allow_reserved && key.starts_with('$') {
             return Err(attribute_error(format!(
@@ -106,24 +95,13 @@ pub fn validate_changes(
             Some(Value::Null) => {}
             Some(Value::String(v)) => {
                 if v.len() > VALUE_MAX_BYTES {
-                    return Err(attribute_error(format!(
-                        "Attribute value byte length {} exceeds limit {VALUE_MAX_BYTES}",
-                        v.len()
-                    )));
+                    return Err(attribute_error(format!("Attribute value byte length {} exceeds limit {VALUE_MAX_BYTES}", v.len())));
                 }
             }
-            other => {
-                return Err(attribute_error(format!(
-                    "Attribute value must be a string or null, got {}",
-                    type_of(other)
-                )))
-            }
+            other => return Err(attribute_error(format!("Attribute value must be a string or null, got {}", type_of(other)))),
         }
         if !seen.insert(key) {
-            return Err(attribute_error(format!(
-                "Attribute key {} appears more than once in the same batch",
-                json_string(key)
-            )));
+            return Err(attribute_error(format!("Attribute key {} appears more than once in the same batch", json_string(key))));
         }
         let known = existing_keys.map(|e| e.contains(key));
         if matches!(change.value, Some(Value::Null)) {
@@ -137,9 +115,7 @@ pub fn validate_changes(
     let existing = existing_keys.map_or(0, BTreeSet::len);
     let post = (existing + adds).saturating_sub(deletes);
     if post > MAX_PER_RUN {
-        return Err(attribute_error(format!(
-            "Run attribute count would exceed limit {MAX_PER_RUN} (post-merge {post})"
-        )));
+        return Err(attribute_error(format!("Run attribute count would exceed limit {MAX_PER_RUN} (post-merge {post})")));
     }
     Ok(())
 }

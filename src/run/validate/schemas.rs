@@ -197,24 +197,12 @@ pub fn event_schema() -> &'static Schema {
             event(
                 "attr_set",
                 false,
-                data(vec![
-                    ("changes", Array(boxed(change))),
-                    ("writer", writer),
-                    ("allowReservedAttributes", LiteralTrue.opt()),
-                ]),
+                data(vec![("changes", Array(boxed(change))), ("writer", writer), ("allowReservedAttributes", LiteralTrue.opt())]),
             ),
-            event(
-                "step_created",
-                true,
-                data(vec![("stepName", string()), ("workflowName", string().opt()), ("input", Any)]),
-            ),
+            event("step_created", true, data(vec![("stepName", string()), ("workflowName", string().opt()), ("input", Any)])),
             event("step_completed", true, data(step_completed)),
             event("step_failed", true, data(step_failed)),
-            event(
-                "step_retrying",
-                true,
-                data(vec![("stepName", string().opt()), ("error", Any), ("retryAfter", Date.opt())]),
-            ),
+            event("step_retrying", true, data(vec![("stepName", string().opt()), ("error", Any), ("retryAfter", Date.opt())])),
             event(
                 "step_started",
                 true,

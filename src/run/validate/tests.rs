@@ -44,7 +44,13 @@ fn matches_recorded_zod_outcomes() {
             (false, Ok(out)) => failures.push(format!("#{i} unexpected success {input:?} -> {out:?}")),
         }
     }
-    assert!(failures.is_empty(), "{} of {} cases differ:\n{}", failures.len(), cases.len(), failures.iter().take(200).cloned().collect::<Vec<_>>().join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases differ:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.iter().take(200).cloned().collect::<Vec<_>>().join("\n")
+    );
 }
 
 const DATE_MEMBERS: [&str; 9] =

@@ -16,8 +16,13 @@ const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
 pub enum Schema {
     /// `SerializedDataSchema` (byte array or anything): accepts every value, even absent.
     Any,
-    String { max: Option<usize> },
-    Number { int: bool, positive: bool },
+    String {
+        max: Option<usize>,
+    },
+    Number {
+        int: bool,
+        positive: bool,
+    },
     Boolean,
     Null,
     Undefined,
@@ -34,7 +39,10 @@ pub enum Schema {
     Array(Box<Schema>),
     Object(Vec<(&'static str, Schema)>),
     Union(Vec<Schema>),
-    DiscriminatedUnion { key: &'static str, options: Vec<Schema> },
+    DiscriminatedUnion {
+        key: &'static str,
+        options: Vec<Schema>,
+    },
     Intersection(Box<Schema>, Box<Schema>),
 }
 
