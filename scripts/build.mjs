@@ -1,20 +1,26 @@
 #!/usr/bin/env node
-// Build the worker: `worker-build --release` with the locally installed tools, producing
-// build/index.js (+ build/index_bg.wasm). This is also wrangler's [build] command.
+// Build the worker into build/: build/index.js (our JavaScript entry, src/shell/entry.mjs,
+// bundled with the wasm-bindgen glue) and build/index_bg.wasm. This is also wrangler's
+// [build] command. The steps, with the locally installed tools:
+//   1. cargo build --lib --target wasm32-unknown-unknown (release, or dev with --dev)
+//   2. wasm-bindgen --target module --experimental-reset-state-function (the glue; the
+//      reset function lets the entry recover from a trapped instance)
+//   3. wasm-opt -O3 (unless --dev / --no-opt)
+//   4. esbuild bundles src/shell/entry.mjs + hop.mjs + the glue into build/index.js
 //
-//   node scripts/build.mjs            release build (wasm-opt -Oz)
+//   node scripts/build.mjs            release build (wasm-opt -O3)
 //   node scripts/build.mjs --dev      debug profile, no wasm-opt (fastest turnaround)
 //   node scripts/build.mjs --no-opt   release profile, skip wasm-opt
 //   node scripts/build.mjs --force    rebuild even if the inputs did not change
 //
 // A build whose inputs (src/, Cargo.toml, Cargo.lock, build.rs, mode, tool versions) match
 // the stamp of the last successful build is skipped; `--force` or WORLD_CELLD_FORCE_BUILD=1
-// overrides. Environment: WORKER_BUILD_BIN, WASM_BINDGEN_BIN, WASM_OPT_BIN, ESBUILD_BIN
-// override the tool paths.
+// overrides. Environment: WASM_BINDGEN_BIN, WASM_OPT_BIN, ESBUILD_BIN override the tool
+// paths.
 
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import {
   ROOT,
@@ -52,7 +58,7 @@ if (missing.length > 0) {
       .join("; ") + ". Run `npm install` (its postinstall runs scripts/install-tools.mjs).",
   );
 }
-const [workerBuild, wasmBindgen] = tools;
+const [wasmBindgen] = tools;
 const wasmOpt = wasmOptBinary();
 if (!wasmOpt && !noOpt) {
   fail("wasm-opt not found (npm package binaryen). Run `npm install`, or build with --no-opt.");
@@ -99,23 +105,56 @@ if (!force && existsSync(outJs) && existsSync(stampFile)) {
 }
 
 // --- build ---------------------------------------------------------------------------------
-const wbArgs = [dev ? "--dev" : "--release"];
-if (noOpt) wbArgs.push("--no-opt");
-const env = {
-  ...process.env,
-  WASM_BINDGEN_BIN: toolBinary(wasmBindgen),
-  ESBUILD_BIN: esbuild,
-};
-if (wasmOpt) env.WASM_OPT_BIN = wasmOpt;
-
-log(`${toolBinary(workerBuild)} ${wbArgs.join(" ")}`);
 const started = Date.now();
-const r = spawnSync(toolBinary(workerBuild), wbArgs, { cwd: ROOT, env, stdio: "inherit" });
-if (r.error) fail(`could not run worker-build: ${r.error.message}`);
-if (r.status !== 0) fail(`worker-build failed (exit code ${r.status})`);
-if (!existsSync(outJs)) fail("worker-build finished but build/index.js is missing");
+function run(cmd, argv, opts = {}) {
+  log(`${cmd} ${argv.join(" ")}`);
+  const r = spawnSync(cmd, argv, { cwd: ROOT, stdio: "inherit", ...opts });
+  if (r.error) fail(`could not run ${cmd}: ${r.error.message}`);
+  if (r.status !== 0) fail(`${cmd} failed (exit code ${r.status})`);
+}
 
+const profile = dev ? "debug" : "release";
+run("cargo", ["build", "--lib", "--target", "wasm32-unknown-unknown", ...(dev ? [] : ["--release"])]);
+const crateWasm = join(ROOT, "target", "wasm32-unknown-unknown", profile, "world_celld_rs.wasm");
+if (!existsSync(crateWasm)) fail(`cargo finished but ${crateWasm} is missing`);
+
+const out = join(ROOT, "build");
+const staging = join(out, ".staging");
+rmSync(staging, { recursive: true, force: true });
+mkdirSync(staging, { recursive: true });
+run(toolBinary(wasmBindgen), [
+  crateWasm,
+  "--out-dir", staging,
+  "--out-name", "index",
+  "--target", "module",
+  "--experimental-reset-state-function",
+  ...(dev ? ["--debug", "--keep-debug"] : []),
+]);
+const stagedWasm = join(staging, "index_bg.wasm");
+if (!noOpt) {
+  // The features rustc's wasm32 target enables by default.
+  const features = ["bulk-memory", "nontrapping-float-to-int", "sign-ext", "mutable-globals", "reference-types", "multivalue"];
+  run(wasmOpt, ["-O3", ...features.map((f) => `--enable-${f}`), stagedWasm, "-o", stagedWasm]);
+}
+// The glue imports the module in the source phase (`import source`); workerd's module
+// loader gives a WebAssembly.Module for a plain import of a .wasm module.
+const glue = join(staging, "index.js");
+writeFileSync(glue, readFileSync(glue, "utf8").replaceAll("import source ", "import "));
+for (const f of ["entry.mjs", "hop.mjs"]) copyFileSync(join(ROOT, "src", "shell", f), join(staging, f));
+run(esbuild, [
+  "--external:./index_bg.wasm",
+  "--external:cloudflare:*",
+  "--format=esm",
+  "--bundle",
+  ...(dev ? [] : ["--minify"]),
+  "./entry.mjs",
+  "--outfile=bundle.js",
+], { cwd: staging });
+
+mkdirSync(out, { recursive: true });
+const outWasm = join(out, "index_bg.wasm");
+renameSync(stagedWasm, outWasm);
+renameSync(join(staging, "bundle.js"), outJs);
+rmSync(staging, { recursive: true, force: true });
 writeFileSync(stampFile, fp + "\n");
-const wasm = readdirSync(join(ROOT, "build"), { recursive: true }).filter((f) => String(f).endsWith(".wasm"));
-const sizes = wasm.map((f) => `${f} ${(statSync(join(ROOT, "build", String(f))).size / 1024).toFixed(0)} KiB`);
-log(`done in ${((Date.now() - started) / 1000).toFixed(1)}s: build/index.js ${sizes.join(", ")}`);
+log(`done in ${((Date.now() - started) / 1000).toFixed(1)}s: build/index.js ${(statSync(outJs).size / 1024).toFixed(0)} KiB, build/index_bg.wasm ${(statSync(outWasm).size / 1024).toFixed(0)} KiB`);

@@ -2,12 +2,11 @@
 // npm postinstall: make sure the native build tools are present.
 //
 //  * the rustup target wasm32-unknown-unknown;
-//  * worker-build (cargo install --locked) and wasm-bindgen-cli at the exact wasm-bindgen
-//    version in Cargo.lock (cargo install without --locked), each into
-//    ${XDG_CACHE_HOME:-$HOME/.cache}/world-celld-rs/<tool>-<version>/, skipped when the right
-//    version is already there;
-//  * pkg-config and libssl-dev (needed to compile worker-build), apt-installed when missing
-//    and running as root.
+//  * wasm-bindgen-cli at the exact wasm-bindgen version in Cargo.lock (cargo install
+//    without --locked) into ${XDG_CACHE_HOME:-$HOME/.cache}/world-celld-rs/<tool>-<version>/,
+//    skipped when the right version is already there;
+//  * pkg-config and libssl-dev (for crates of the tool that build against OpenSSL),
+//    apt-installed when missing and running as root.
 //
 // Set WORLD_CELLD_SKIP_TOOLS=1 to skip everything (e.g. a JS-only checkout).
 
@@ -69,7 +68,7 @@ function ensureSystemPackages() {
     if (opensslPresent()) return;
   }
   fail(
-    "pkg-config and the OpenSSL headers are needed to compile worker-build. " +
+    "pkg-config and the OpenSSL headers are needed to compile the cargo-installed tools. " +
       "Install them (Debian/Ubuntu: `sudo apt-get install pkg-config libssl-dev`) and run `npm install` again.",
   );
 }
@@ -208,7 +207,6 @@ async function main() {
   if (missing.length > 0 && missing.some((t) => cargoInstallsInto(t.dir).length === 0)) {
     ensureSystemPackages();
   }
-  // Both installs in parallel: cargo serialises the registry access itself.
   await Promise.all(tools.map((t) => ensureTool(t)));
   for (const t of tools) log(`${t.name} -> ${toolBinary(t)}`);
   log(`done in ${((Date.now() - started) / 1000).toFixed(0)}s`);

@@ -1,18 +1,30 @@
 //! The router → Durable Object hop, private to this worker, defined once for all four
 //! classes.
 //!
-//! The router forwards an authenticated, whitelisted call as `POST /rpc/<method>` to the
-//! instance, with the instance name percent-encoded in [`NAME_HEADER`] and the request's
-//! argument array (the router's already-checked UTF-8 text) as the body. The DO answers
-//! either `200` with the tagged-JSON result, or `500` with the wire error body
-//! `{"error":{"name","message"}}` of a thrown error; the router passes both through.
+//! The router (the JavaScript entry, `src/shell/entry.mjs`, around the decisions of
+//! [`crate::wire::router`]) calls an authenticated, whitelisted RPC on the instance over
+//! workerd's JavaScript RPC as `stub.call(method, name, body)`: the method name, the
+//! decoded instance name and the request body exactly as received (bytes, unchecked). The
+//! DO checks and decodes the body once ([`decode_args`]: the router's 400/413 body
+//! verdicts, then the argument array), runs the core method in one transaction and answers
+//! `[status, body]`: `200` with the tagged-JSON result, `500` with the wire error body
+//! `{"error":{"name","message"}}` of a thrown error, or the router's own error answer for a
+//! bad body (nothing is read or written then). The router passes the answer through.
 //! Because both sides use the same codec, dates, bytes and null-vs-absent survive.
+//!
+//! Bodies too large for one RPC argument (workerd caps serialized RPC arguments at
+//! 32 MiB) take the same call over `stub.fetch` instead, with the method and the
+//! percent-encoded name in headers ([`METHOD_HEADER`], [`NAME_HEADER`]).
 
 use crate::config::Config;
-use crate::wire::{RpcError, Value};
+use crate::wire::check::{check, Verdict};
+use crate::wire::value::decode_utf8;
+use crate::wire::{RouterError, RpcError, Value};
 
+/// Header of the fetch form of the hop carrying the method name.
+pub const METHOD_HEADER: &str = "x-celld-method";
+/// Header of the fetch form of the hop carrying the percent-encoded instance name.
 pub const NAME_HEADER: &str = "x-celld-name";
-pub const RPC_PATH_PREFIX: &str = "/rpc/";
 
 /// What a core method sees of its call besides storage.
 #[derive(Debug, Clone, Copy)]
@@ -50,9 +62,22 @@ pub fn answer(result: Result<Value, RpcError>) -> (u16, String) {
     }
 }
 
-/// Split a hop request path into the method name.
-pub fn method_from_path(path: &str) -> Option<&str> {
-    path.strip_prefix(RPC_PATH_PREFIX).filter(|m| !m.is_empty())
+/// Check and decode an RPC body as received (wire.md §4): UTF-8 with a BOM dropped and
+/// invalid sequences replaced, then JSON whose top level is an array. The errors are the
+/// router's answers for a bad body (400 malformed / not an array, 413 too many values).
+pub fn decode_args(bytes: &[u8]) -> Result<Vec<Value>, RouterError> {
+    let text = decode_utf8(bytes);
+    match check(&text) {
+        Verdict::Array => {}
+        Verdict::NotArray => return Err(RouterError::NotAnArray),
+        Verdict::Malformed => return Err(RouterError::MalformedBody),
+        Verdict::TooManyValues => return Err(RouterError::TooManyValues),
+    }
+    match Value::parse(&text) {
+        Ok(Value::Array(args)) => Ok(args),
+        Ok(_) => Err(RouterError::NotAnArray),
+        Err(_) => Err(RouterError::MalformedBody),
+    }
 }
 
 /// Placeholder answer of a whitelisted method whose DO core has not landed yet: an

@@ -1,10 +1,10 @@
 // Where the native build tools live and how to find them.
 //
-// The cargo-installed tools (worker-build, wasm-bindgen-cli) go to a per-machine cache,
+// The cargo-installed tool (wasm-bindgen-cli) goes to a per-machine cache,
 // one directory per tool and version, so every clone on the machine shares them:
 //   ${XDG_CACHE_HOME:-$HOME/.cache}/world-celld-rs/<tool>-<version>/bin/<binary>
 // wasm-opt comes from the npm package `binaryen`, esbuild from the one wrangler brings.
-// Each path can be overridden by an environment variable of the same name as worker-build's.
+// Each path can be overridden by an environment variable (WASM_BINDGEN_BIN, WASM_OPT_BIN, ESBUILD_BIN).
 
 import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -14,7 +14,6 @@ import { fileURLToPath } from "node:url";
 import { spawnSync } from "node:child_process";
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
-export const WORKER_BUILD_VERSION = "0.8.7";
 
 export function cacheRoot() {
   const base = process.env.XDG_CACHE_HOME || join(homedir(), ".cache");
@@ -40,16 +39,6 @@ export function cargoTools() {
   const root = cacheRoot();
   const wbg = wasmBindgenVersion();
   return [
-    {
-      name: "worker-build",
-      crate: "worker-build",
-      version: WORKER_BUILD_VERSION,
-      dir: join(root, `worker-build-${WORKER_BUILD_VERSION}`),
-      bin: "worker-build",
-      env: "WORKER_BUILD_BIN",
-      // worker-build's own lockfile resolves here.
-      flags: ["--locked"],
-    },
     {
       name: "wasm-bindgen",
       crate: "wasm-bindgen-cli",

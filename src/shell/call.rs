@@ -1,23 +1,22 @@
-//! DO-to-DO calls over the same private hop the router uses (see [`crate::hop`]), for the
-//! run DO's retention cleanup.
+//! DO-to-DO calls over the same private hop the router uses (see [`crate::hop`] and
+//! `hop.mjs`), for the run DO's retention cleanup.
 
-use worker::{Env, Headers, Method, Request, RequestInit};
+use js_sys::{Array, Promise, Uint8Array};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::JsFuture;
+use worker::Env;
 
 use super::env::namespace;
 use super::kv::js_error;
-use crate::hop::{NAME_HEADER, RPC_PATH_PREFIX};
 use crate::wire::router::Binding;
-use crate::wire::uri::encode_uri_component;
 use crate::wire::{RpcError, Value};
 
-/// The hop request for `method` on instance `name`, with the argument array's JSON text.
-pub fn hop_request(name: &str, method: &str, args_json: String) -> worker::Result<Request> {
-    let headers = Headers::new();
-    headers.set(NAME_HEADER, &encode_uri_component(name))?;
-    headers.set("content-type", "application/json")?;
-    let mut init = RequestInit::new();
-    init.with_method(Method::Post).with_headers(headers).with_body(Some(args_json.into()));
-    Request::new_with_init(&format!("https://celld.internal{RPC_PATH_PREFIX}{method}"), &init)
+#[wasm_bindgen(module = "/src/shell/hop.mjs")]
+extern "C" {
+    /// `hop(namespace, name, method, body)` → `Promise<[status, body]>`.
+    #[wasm_bindgen(catch)]
+    fn hop(namespace: &JsValue, name: &str, method: &str, body: &Uint8Array) -> Result<Promise, JsValue>;
 }
 
 /// Call `method(args…)` on instance `name` of `binding`. A thrown error of the callee
@@ -26,17 +25,11 @@ pub fn hop_request(name: &str, method: &str, args_json: String) -> worker::Resul
 pub async fn call_do(env: &Env, binding: Binding, name: &str, method: &str, args: Vec<Value>) -> Result<Value, RpcError> {
     let env_name = binding.env_name();
     let ns = namespace(env, env_name).ok_or_else(|| RpcError::error(format!("world-celld retention missing binding {env_name}")))?;
-    let to_err = |e: worker::Error| match e {
-        worker::Error::JsError(m) => RpcError::error(m),
-        worker::Error::Internal(v) => js_error(&v),
-        other => RpcError::error(other.to_string()),
-    };
-    let stub = ns.id_from_name(name).and_then(|id| id.get_stub()).map_err(to_err)?;
     let body = Value::Array(args).to_json()?;
-    let req = hop_request(name, method, body).map_err(to_err)?;
-    let mut resp = stub.fetch_with_request(req).await.map_err(to_err)?;
-    let status = resp.status_code();
-    let text = resp.text().await.map_err(to_err)?;
+    let promise = hop(&ns, name, method, &Uint8Array::from(body.as_bytes())).map_err(|e| js_error(&e))?;
+    let reply: Array = JsFuture::from(promise).await.map_err(|e| js_error(&e))?.unchecked_into();
+    let status = reply.get(0).as_f64().unwrap_or(0.0) as u16;
+    let text = String::from_utf8_lossy(&Uint8Array::new(&reply.get(1)).to_vec()).into_owned();
     let value = Value::parse(&text).map_err(|e| RpcError::error(format!("bad answer from {env_name}/{name}.{method}: {}", e.0)))?;
     if status == 200 {
         return Ok(value);

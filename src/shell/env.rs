@@ -2,7 +2,7 @@
 
 use js_sys::Reflect;
 use wasm_bindgen::JsValue;
-use worker::{Env, ObjectNamespace};
+use worker::Env;
 
 use crate::config::Config;
 
@@ -11,16 +11,12 @@ pub fn var(env: &Env, name: &str) -> Option<String> {
     Reflect::get(env, &JsValue::from_str(name)).ok().and_then(|v| v.as_string())
 }
 
+/// The configuration (read once per object instance).
 pub fn config(env: &Env) -> Config {
     Config::from_lookup(|name| var(env, name))
 }
 
 /// A Durable Object namespace binding, if the environment has it.
-pub fn namespace(env: &Env, name: &str) -> Option<ObjectNamespace> {
-    let present = Reflect::get(env, &JsValue::from_str(name)).map(|v| !v.is_undefined() && !v.is_null()).unwrap_or(false);
-    if present {
-        env.durable_object(name).ok()
-    } else {
-        None
-    }
+pub fn namespace(env: &Env, name: &str) -> Option<JsValue> {
+    Reflect::get(env, &JsValue::from_str(name)).ok().filter(|v| !v.is_undefined() && !v.is_null())
 }

@@ -1,39 +1,71 @@
-//! `StreamDO` and `IndexDO`: shells whose every method is synchronous core code run in
-//! one transaction. (`WorkflowRunDO`, with its retention alarm and DO-to-DO calls, lives
-//! in `run_do.rs`; `QueueDO`, which delivers over HTTP from its alarm, in `queue_do.rs`.)
+//! `StreamDO` and `IndexDO`: objects whose every method is synchronous core code run in
+//! one transaction. The JavaScript classes of `entry.mjs` (which extend `DurableObject`)
+//! hold one of these per instance and forward `call(method, name, body)` to `rpcCall`.
+//! (`WorkflowRunDO`, with its retention alarm and DO-to-DO calls, lives in `run_do.rs`;
+//! `QueueDO`, which delivers over HTTP from its alarm, in `queue_do.rs`.)
 
-use worker::{durable_object, DurableObject, Env, Request, Response, Result, State};
+use js_sys::Array;
+use wasm_bindgen::prelude::*;
+use worker::worker_sys::DurableObjectState;
+use worker::{Env, Storage};
 
-use super::serve::serve;
+use super::env::config;
+use super::serve::serve_sync;
+use crate::config::Config;
+use crate::hop::{Args, Ctx};
+use crate::store::alarm::Alarm;
+use crate::store::Store;
+use crate::wire::{RpcError, Value};
 
-#[durable_object]
-pub struct StreamDO {
-    state: State,
-    env: Env,
+/// What the synchronous objects keep per instance: storage and the configuration, read
+/// once.
+struct Object {
+    storage: Storage,
+    config: Config,
 }
 
-impl DurableObject for StreamDO {
-    fn new(state: State, env: Env) -> Self {
-        Self { state, env }
-    }
-
-    async fn fetch(&self, req: Request) -> Result<Response> {
-        serve(&self.state, &self.env, req, crate::stream::call).await
+impl Object {
+    fn new(state: DurableObjectState, env: &Env) -> Self {
+        Object { storage: worker::State::from(state).storage(), config: config(env) }
     }
 }
 
-#[durable_object]
-pub struct IndexDO {
-    state: State,
-    env: Env,
+type SyncCore = fn(&mut dyn Store, &Ctx, &str, Args) -> Result<Value, RpcError>;
+
+fn serve(object: &Object, core: SyncCore, method: &str, name: &str, body: &[u8]) -> Array {
+    serve_sync(&object.storage, &object.config, method, name, body, |store, ctx, _alarm: &mut Alarm, m, args| core(store, ctx, m, args))
 }
 
-impl DurableObject for IndexDO {
-    fn new(state: State, env: Env) -> Self {
-        Self { state, env }
+#[wasm_bindgen(js_name = StreamObject)]
+pub struct StreamObject(Object);
+
+#[wasm_bindgen(js_class = StreamObject)]
+impl StreamObject {
+    #[wasm_bindgen(constructor)]
+    pub fn new(state: DurableObjectState, env: Env) -> StreamObject {
+        StreamObject(Object::new(state, &env))
     }
 
-    async fn fetch(&self, req: Request) -> Result<Response> {
-        serve(&self.state, &self.env, req, crate::index::call).await
+    /// One RPC: `[status, body, alarm]` (see `serve.rs`).
+    #[wasm_bindgen(js_name = rpcCall)]
+    pub fn rpc_call(&self, method: &str, name: &str, body: &[u8]) -> Array {
+        serve(&self.0, crate::stream::call, method, name, body)
+    }
+}
+
+#[wasm_bindgen(js_name = IndexObject)]
+pub struct IndexObject(Object);
+
+#[wasm_bindgen(js_class = IndexObject)]
+impl IndexObject {
+    #[wasm_bindgen(constructor)]
+    pub fn new(state: DurableObjectState, env: Env) -> IndexObject {
+        IndexObject(Object::new(state, &env))
+    }
+
+    /// One RPC: `[status, body, alarm]` (see `serve.rs`).
+    #[wasm_bindgen(js_name = rpcCall)]
+    pub fn rpc_call(&self, method: &str, name: &str, body: &[u8]) -> Array {
+        serve(&self.0, crate::index::call, method, name, body)
     }
 }

@@ -1,7 +1,7 @@
 //! `QueueDO` class: the queue core's RPC methods plus the alarm loop that delivers
 //! messages over HTTP (spec `queue-do.md` §4).
 //!
-//! * **RPC** (`fetch`): read the alarm if the method needs it, run the core method in one
+//! * **RPC** (`rpcAsync`, called by the JavaScript class's `call`): read the alarm if the method needs it, run the core method in one
 //!   `transactionSync`, then apply the alarm change right after the commit (the platform's
 //!   alarm API is asynchronous and not part of the KV transaction; the set is issued before
 //!   anything else can run, so no other call observes the gap).
@@ -26,19 +26,20 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
-use js_sys::{Object, Reflect, Uint8Array};
+use js_sys::{Array, Object, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use worker::worker_sys::web_sys;
-use worker::{durable_object, DurableObject, Env, Request, Response, Result, State};
+use worker::worker_sys::DurableObjectState;
+use worker::{Env, State};
 
 use super::alarm::apply_alarm;
 use super::env::config;
 use super::kv::in_transaction;
-use super::serve::{decode, json, now_ms};
+use super::serve::{args_or_refusal, now_ms, result_reply};
 use crate::config::Config;
-use crate::hop::{answer, Args, Ctx};
+use crate::hop::{Args, Ctx};
 use crate::queue::delivery::{build_request, claim_at_most, classify, needs_body, settle, Body, OutboundRequest, Outcome};
 use crate::queue::state::INFLIGHT_PREFIX;
 use crate::queue::{self, Row};
@@ -130,10 +131,11 @@ impl Drop for ResetOnDrop<'_> {
     }
 }
 
-#[durable_object]
-pub struct QueueDO {
+#[wasm_bindgen(js_name = QueueObject)]
+pub struct QueueObject {
     state: State,
-    env: Env,
+    /// The deploy-time variables, read once per instance.
+    config: Rc<Config>,
     /// Message ids with a delivery running in this instance (count per id: a replayed
     /// enqueue can put one id in flight twice).
     live: Rc<RefCell<HashMap<String, u32>>>,
@@ -154,7 +156,7 @@ fn to_rpc(e: worker::Error) -> RpcError {
     RpcError::error(e.to_string())
 }
 
-impl QueueDO {
+impl QueueObject {
     /// Apply a core call's alarm change (issued synchronously, then awaited).
     async fn apply_alarm(&self, alarm: &Alarm) -> std::result::Result<(), RpcError> {
         let change = alarm.change();
@@ -184,29 +186,28 @@ impl QueueDO {
         }
     }
 
-    async fn rpc(&self, req: Request) -> Result<Response> {
-        let call = match decode(req).await {
-            Ok(c) => c,
-            Err(e) => return json(500, e.body()),
+    async fn rpc(&self, method: &str, name: &str, body: &[u8]) -> Array {
+        let args = match args_or_refusal(body) {
+            Ok(a) => a,
+            Err(refusal) => return refusal,
         };
         self.recover_once().await;
-        let cfg = config(&self.env);
         let storage = self.state.storage();
-        let current = if queue::reads_alarm(&call.method) {
+        let current = if queue::reads_alarm(method) {
             match storage.get_alarm().await {
                 Ok(a) => a,
-                Err(e) => return json(500, to_rpc(e).body()),
+                Err(e) => return result_reply(Err(to_rpc(e)), f64::NAN),
             }
         } else {
             None
         };
-        let mut alarm = match call.method.as_str() {
+        let mut alarm = match method {
             "rearmAlarm" => Alarm::forced(current),
             m if queue::reads_alarm(m) => Alarm::new(current),
             _ => Alarm::unknown(),
         };
-        let ctx = Ctx { now: now_ms(), name: &call.name, config: &cfg };
-        let result = in_transaction(&storage, |store| queue::call(store, &ctx, &mut alarm, &call.method, Args(&call.args)));
+        let ctx = Ctx { now: now_ms(), name, config: &self.config };
+        let result = in_transaction(&storage, |store| queue::call(store, &ctx, &mut alarm, method, Args(&args)));
         let result = match result {
             Ok(v) => match self.apply_alarm(&alarm).await {
                 Ok(()) => Ok(v),
@@ -216,14 +217,10 @@ impl QueueDO {
         };
         // A running alarm loop re-claims and recomputes the alarm from storage: it picks up
         // new work at once and corrects any alarm this call derived from a stale read.
-        if self.looping.get()
-            && result.is_ok()
-            && matches!(call.method.as_str(), "enqueue" | "redriveDeadLetter" | "rearmAlarm" | "expireRun")
-        {
+        if self.looping.get() && result.is_ok() && matches!(method, "enqueue" | "redriveDeadLetter" | "rearmAlarm" | "expireRun") {
             self.kick.fire();
         }
-        let (status, body) = answer(result);
-        json(status, body)
+        result_reply(result, f64::NAN)
     }
 
     fn is_live(&self, id: &str) -> bool {
@@ -268,8 +265,8 @@ impl QueueDO {
         drop(guard);
     }
 
-    async fn run_loop(&self) -> Result<Response> {
-        let cfg = Rc::new(config(&self.env));
+    async fn run_loop(&self) -> std::result::Result<(), JsValue> {
+        let cfg = self.config.clone();
         let started = now_ms();
         let mut running: FuturesUnordered<Pin<Box<dyn Future<Output = ()> + '_>>> = FuturesUnordered::new();
         let mut first = true;
@@ -287,7 +284,7 @@ impl QueueDO {
                     // Storage failure in the first claim: let the platform retry the alarm.
                     Err(e) if first => {
                         log_error("claim", &e);
-                        return Err(worker::Error::RustError(format!("{}: {}", e.name, e.message)));
+                        return Err(JsValue::from_str(&format!("{}: {}", e.name, e.message)));
                     }
                     Err(e) => log_error("claim", &e),
                 }
@@ -322,7 +319,7 @@ impl QueueDO {
             })
             .await;
         }
-        Response::ok("")
+        Ok(())
     }
 }
 
@@ -388,11 +385,13 @@ async fn exchange(request: &OutboundRequest, signal: web_sys::AbortSignal) -> Ou
     Outcome::Response { status, body }
 }
 
-impl DurableObject for QueueDO {
-    fn new(state: State, env: Env) -> Self {
-        Self {
-            state,
-            env,
+#[wasm_bindgen(js_class = QueueObject)]
+impl QueueObject {
+    #[wasm_bindgen(constructor)]
+    pub fn new(state: DurableObjectState, env: Env) -> QueueObject {
+        QueueObject {
+            state: State::from(state),
+            config: Rc::new(config(&env)),
             live: Rc::new(RefCell::new(HashMap::new())),
             kick: Rc::new(Kick::default()),
             looping: Cell::new(false),
@@ -401,15 +400,18 @@ impl DurableObject for QueueDO {
         }
     }
 
-    async fn fetch(&self, req: Request) -> Result<Response> {
-        self.rpc(req).await
+    /// One RPC: `[status, body, alarm]` (the alarm already applied; see `serve.rs`).
+    #[wasm_bindgen(js_name = rpcAsync)]
+    pub async fn rpc_async(&self, method: String, name: String, body: Vec<u8>) -> Array {
+        self.rpc(&method, &name, &body).await
     }
 
-    async fn alarm(&self) -> Result<Response> {
+    /// The delivery loop. Throws only when its first claim fails (the platform retries).
+    pub async fn alarm(&self) -> std::result::Result<(), JsValue> {
         if self.looping.get() {
             // A loop is already running in this instance: let it pick up the work.
             self.kick.fire();
-            return Response::ok("");
+            return Ok(());
         }
         self.recovered.set(true);
         self.looping.set(true);

@@ -1,16 +1,19 @@
-//! `WorkflowRunDO`: every RPC but `cleanupNow` is one transaction of the run core; the
-//! retention cleanup (its alarm, and `cleanupNow`, which runs the loop before answering)
-//! alternates transactions with calls to the other Durable Objects
+//! `WorkflowRunDO`'s object: every RPC but `cleanupNow` is one transaction of the run core,
+//! served synchronously; the retention cleanup (its alarm, and `cleanupNow`, which runs the
+//! loop before answering) alternates transactions with calls to the other Durable Objects
 //! ([`crate::run::cleanup::driver`]).
 
-use worker::{durable_object, DurableObject, Env, Request, Response, Result, State};
+use js_sys::Array;
+use wasm_bindgen::prelude::*;
+use worker::worker_sys::DurableObjectState;
+use worker::{Env, State};
 
 use super::alarm::apply_alarm;
 use super::call::call_do;
 use super::env::config;
 use super::kv::in_transaction;
-use super::serve::{decode, json, now_ms};
-use crate::hop::{answer, Args, Ctx};
+use super::serve::{args_or_refusal, go_async, now_ms, result_reply, serve_sync};
+use crate::config::Config;
 use crate::run::cleanup::driver::{self, CleanupHost};
 use crate::run::cleanup::CleanupArgs;
 use crate::store::alarm::Alarm;
@@ -18,10 +21,16 @@ use crate::store::Store;
 use crate::wire::router::Binding;
 use crate::wire::{RpcError, Value};
 
-#[durable_object]
-pub struct WorkflowRunDO {
+/// The run methods that do I/O between transactions (served by `rpcAsync`).
+fn is_async(method: &str) -> bool {
+    method == "cleanupNow"
+}
+
+#[wasm_bindgen(js_name = RunObject)]
+pub struct RunObject {
     state: State,
     env: Env,
+    config: Config,
 }
 
 /// The cleanup loop's view of this object: its storage and the other namespaces.
@@ -48,54 +57,55 @@ impl CleanupHost for Host<'_> {
     }
 }
 
-impl WorkflowRunDO {
+impl RunObject {
     fn host(&self) -> Host<'_> {
         Host { state: &self.state, env: &self.env }
     }
 }
 
-impl DurableObject for WorkflowRunDO {
-    fn new(state: State, env: Env) -> Self {
-        Self { state, env }
+#[wasm_bindgen(js_class = RunObject)]
+impl RunObject {
+    #[wasm_bindgen(constructor)]
+    pub fn new(state: DurableObjectState, env: Env) -> RunObject {
+        let config = config(&env);
+        RunObject { state: State::from(state), env, config }
     }
 
-    async fn fetch(&self, req: Request) -> Result<Response> {
-        let call = match decode(req).await {
-            Ok(c) => c,
-            Err(e) => return json(500, e.body()),
+    /// One RPC: `[status, body, alarm]`, status 0 for `cleanupNow` (see `serve.rs`). The
+    /// class sets the alarm after the commit; a committed call is answered even if the
+    /// alarm cannot be set (the run is fenced by time regardless, and `rearmCleanup`
+    /// re-arms).
+    #[wasm_bindgen(js_name = rpcCall)]
+    pub fn rpc_call(&self, method: &str, name: &str, body: &[u8]) -> Array {
+        if is_async(method) {
+            return go_async();
+        }
+        serve_sync(&self.state.storage(), &self.config, method, name, body, crate::run::call)
+    }
+
+    /// `cleanupNow`: the cleanup loop, then its result.
+    #[wasm_bindgen(js_name = rpcAsync)]
+    pub async fn rpc_async(&self, method: String, _name: String, body: Vec<u8>) -> Array {
+        let args = match args_or_refusal(&body) {
+            Ok(a) => a,
+            Err(refusal) => return refusal,
         };
-        let result = if call.method == "cleanupNow" {
-            match CleanupArgs::parse(Args(&call.args)) {
+        let result = if is_async(&method) {
+            match CleanupArgs::parse(crate::hop::Args(&args)) {
                 Ok(args) => driver::cleanup_now(&self.host(), args).await,
                 Err(e) => Err(e),
             }
         } else {
-            let cfg = config(&self.env);
-            let ctx = Ctx { now: now_ms(), name: &call.name, config: &cfg };
-            let storage = self.state.storage();
-            let mut alarm = Alarm::unknown();
-            let out = in_transaction(&storage, |s| crate::run::call(s, &ctx, &mut alarm, &call.method, Args(&call.args)));
-            match out {
-                Ok(v) => {
-                    // The call has committed: answer it even if the alarm cannot be set. The
-                    // run is fenced by time regardless, and `rearmCleanup` re-arms.
-                    if let Err(e) = apply_alarm(&storage, alarm.change()).await {
-                        worker::console_error!("WorkflowRunDO {}: committed, but {}", call.method, e.message);
-                    }
-                    Ok(v)
-                }
-                Err(e) => Err(e),
-            }
+            Err(RpcError::error(format!("bad internal call: {method} is not asynchronous")))
         };
-        let (status, body) = answer(result);
-        json(status, body)
+        result_reply(result, f64::NAN)
     }
 
-    async fn alarm(&self) -> Result<Response> {
-        // Never throws: a failed phase is recorded with a backoff alarm by the driver.
+    /// The retention alarm. Never throws: a failed phase is recorded with a backoff alarm
+    /// by the driver.
+    pub async fn alarm(&self) {
         if let Err(e) = driver::run_and_record(&self.host()).await {
             worker::console_error!("WorkflowRunDO cleanup: {}: {}", e.name, e.message);
         }
-        Response::ok("")
     }
 }

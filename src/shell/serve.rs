@@ -1,67 +1,77 @@
 //! The DO side of the router → DO hop (see [`crate::hop`]), shared by all four classes:
-//! decode the forwarded call, run the core method in one storage transaction with one
-//! clock reading, answer `(status, body)`.
+//! decode the forwarded body once, run the core method in one storage transaction with one
+//! clock reading, and hand the JavaScript class its answer.
+//!
+//! The answer is a JavaScript array `[status, body, alarm]`: the HTTP status, the body as
+//! UTF-8 bytes (the router sends them as they are), and the alarm change the call asks for
+//! after its commit (`NaN` none, `-1` delete, else the epoch ms to set), which the class
+//! applies (the alarm API is asynchronous). Status `0` means "this method is asynchronous:
+//! call `rpcAsync`" (the queue and the run's `cleanupNow`, which do I/O between
+//! transactions).
 
-use worker::{Env, Request, Response, Result, State};
+use js_sys::{Array, Uint8Array};
+use wasm_bindgen::JsValue;
+use worker::Storage;
 
-use super::env::config;
 use super::kv::in_transaction;
-use crate::hop::{answer, method_from_path, Args, Ctx, NAME_HEADER};
+use crate::config::Config;
+use crate::hop::{answer, decode_args, Args, Ctx};
+use crate::store::alarm::{Alarm, AlarmChange};
 use crate::store::Store;
-use crate::wire::uri::decode_uri_component;
 use crate::wire::{RpcError, Value};
-
-/// A core's RPC dispatcher.
-pub type CoreCall = fn(&mut dyn Store, &Ctx, &str, Args) -> std::result::Result<Value, RpcError>;
-
-/// A decoded hop request.
-pub struct HopCall {
-    pub method: String,
-    pub name: String,
-    pub args: Vec<Value>,
-}
-
-/// Decode the hop request; `Err` is already the DO's error answer.
-pub async fn decode(mut req: Request) -> std::result::Result<HopCall, RpcError> {
-    let url = req.url().map_err(|e| RpcError::error(e.to_string()))?;
-    let method = method_from_path(url.path()).ok_or_else(|| RpcError::error("bad internal call"))?.to_string();
-    let name = req
-        .headers()
-        .get(NAME_HEADER)
-        .ok()
-        .flatten()
-        .and_then(|n| decode_uri_component(&n))
-        .ok_or_else(|| RpcError::error("bad internal call: no instance name"))?;
-    let text = req.text().await.map_err(|e| RpcError::error(e.to_string()))?;
-    let args = match Value::parse(&text) {
-        Ok(Value::Array(args)) => args,
-        _ => return Err(RpcError::error("bad internal call: body is not an argument array")),
-    };
-    Ok(HopCall { method, name, args })
-}
-
-/// JSON response with a status.
-pub fn json(status: u16, body: String) -> Result<Response> {
-    let mut resp = Response::ok(body)?.with_status(status);
-    resp.headers_mut().set("content-type", "application/json")?;
-    Ok(resp)
-}
 
 /// Current time in epoch milliseconds.
 pub fn now_ms() -> i64 {
     js_sys::Date::now() as i64
 }
 
-/// Serve one forwarded RPC with a synchronous core dispatcher.
-pub async fn serve(state: &State, env: &Env, req: Request, core: CoreCall) -> Result<Response> {
-    let call = match decode(req).await {
-        Ok(c) => c,
-        Err(e) => return json(500, e.body()),
-    };
-    let cfg = config(env);
-    let ctx = Ctx { now: now_ms(), name: &call.name, config: &cfg };
-    let storage = state.storage();
-    let result = in_transaction(&storage, |store| core(store, &ctx, &call.method, Args(&call.args)));
+/// The alarm slot of a reply.
+pub fn alarm_slot(change: Option<AlarmChange>) -> f64 {
+    match change {
+        None => f64::NAN,
+        Some(AlarmChange::Delete) => -1.0,
+        Some(AlarmChange::Set(at)) => at as f64,
+    }
+}
+
+/// A reply `[status, body, alarm]`.
+pub fn reply(status: u16, body: &[u8], alarm: f64) -> Array {
+    Array::of3(&JsValue::from(status), &Uint8Array::from(body), &JsValue::from_f64(alarm))
+}
+
+/// The reply for a method the synchronous path does not serve.
+pub fn go_async() -> Array {
+    reply(0, &[], f64::NAN)
+}
+
+/// The reply of a core result.
+pub fn result_reply(result: Result<Value, RpcError>, alarm: f64) -> Array {
     let (status, body) = answer(result);
-    json(status, body)
+    // A failed call rolled back: it asks for no alarm.
+    let alarm = if status == 200 { alarm } else { f64::NAN };
+    reply(status, body.as_bytes(), alarm)
+}
+
+/// Decode the body, or the reply refusing it (the router's 400/413 answers).
+pub fn args_or_refusal(body: &[u8]) -> Result<Vec<Value>, Array> {
+    decode_args(body).map_err(|e| reply(e.status(), e.body().as_bytes(), f64::NAN))
+}
+
+/// Serve one call synchronously: decode, then `core` in one transaction.
+pub fn serve_sync(
+    storage: &Storage,
+    cfg: &Config,
+    method: &str,
+    name: &str,
+    body: &[u8],
+    core: impl FnOnce(&mut dyn Store, &Ctx, &mut Alarm, &str, Args) -> Result<Value, RpcError>,
+) -> Array {
+    let args = match args_or_refusal(body) {
+        Ok(a) => a,
+        Err(refusal) => return refusal,
+    };
+    let ctx = Ctx { now: now_ms(), name, config: cfg };
+    let mut alarm = Alarm::unknown();
+    let result = in_transaction(storage, |store| core(store, &ctx, &mut alarm, method, Args(&args)));
+    result_reply(result, alarm_slot(alarm.change()))
 }

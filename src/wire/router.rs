@@ -134,6 +134,44 @@ pub fn route(method: &str, pathname: &str, authorization: Option<&str>, secret: 
     Ok(Route::Rpc { binding, encoded_name: encoded_name.to_string(), method: method_name.to_string() })
 }
 
+/// What the router does with a request before it reads the body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Answer at once (health, or an error that precedes the body).
+    Answer(u16, String),
+    /// Read the body (size-limited); answer its error if it has one, else this one. The
+    /// reference checks the body before it decodes the name, so a request that is wrong in
+    /// both answers the body's error.
+    AfterBody(RouterError),
+    /// Forward the body to the instance `name` (decoded) of `binding`.
+    Forward { binding: Binding, name: String, method: String },
+}
+
+/// The router's whole decision before the body: [`route`], the `content-length` limit and
+/// the instance name (wire.md §1–4). The binding's presence in the environment is the
+/// shell's to check (after the body, as [`RouterError::MissingBinding`]).
+pub fn decide(method: &str, pathname: &str, authorization: Option<&str>, secret: Option<&str>, content_length: Option<&str>) -> Decision {
+    let refuse = |e: RouterError| Decision::Answer(e.status(), e.body());
+    let (binding, encoded_name, method) = match route(method, pathname, authorization, secret) {
+        Ok(Route::Health) => return Decision::Answer(200, HEALTH_BODY.to_string()),
+        Ok(Route::Rpc { binding, encoded_name, method }) => (binding, encoded_name, method),
+        Err(e) => return refuse(e),
+    };
+    if content_length_too_large(content_length) {
+        return refuse(RouterError::PayloadTooLarge);
+    }
+    match decode_name(&encoded_name) {
+        Ok(name) => Decision::Forward { binding, name, method },
+        Err(e) => Decision::AfterBody(e),
+    }
+}
+
+/// The router's verdict on a body it must check itself (before answering an error that
+/// comes after the body check): `None` for a well-formed argument array.
+pub fn body_error(bytes: &[u8]) -> Option<RouterError> {
+    check_body(bytes).err()
+}
+
 /// Bearer authentication (wire.md §3): fail closed without a secret, exact `Bearer ` prefix,
 /// untrimmed token, constant-time comparison.
 pub fn authenticate(authorization: Option<&str>, secret: Option<&str>) -> Result<(), RouterError> {
@@ -245,6 +283,27 @@ mod tests {
         }
         assert_eq!(Binding::Queue.env_name(), "WORKFLOW_QUEUE");
         assert_eq!(Binding::Runs.env_name(), "WORKFLOW_DB");
+    }
+
+    #[test]
+    fn decisions_before_the_body() {
+        let d = |m: &str, p: &str, cl: Option<&str>| decide(m, p, AUTH, S, cl);
+        assert_eq!(d("GET", "/v1/health", None), Decision::Answer(200, HEALTH_BODY.into()));
+        let e = RouterError::UnknownPath("/nope".into());
+        assert_eq!(d("GET", "/nope", None), Decision::Answer(404, e.body()));
+        assert_eq!(decide("POST", "/v1/rpc/runs/a/getRun", None, S, None), Decision::Answer(401, RouterError::Unauthorized.body()));
+        let big = RouterError::PayloadTooLarge;
+        assert_eq!(d("POST", "/v1/rpc/runs/a/getRun", Some("33554433")), Decision::Answer(413, big.body()));
+        // The content-length check precedes the name: a bad name with a huge body is a 413.
+        assert_eq!(d("POST", "/v1/rpc/runs/%E0%A4%A/getRun", Some("1e9")), Decision::Answer(413, big.body()));
+        assert_eq!(d("POST", "/v1/rpc/runs/%E0%A4%A/getRun", None), Decision::AfterBody(RouterError::MalformedName));
+        assert_eq!(
+            d("POST", "/v1/rpc/streams/stream%3Afoo/getInfo", Some("2")),
+            Decision::Forward { binding: Binding::Streams, name: "stream:foo".into(), method: "getInfo".into() }
+        );
+        assert_eq!(body_error(b"[]"), None);
+        assert_eq!(body_error(b"{}"), Some(RouterError::NotAnArray));
+        assert_eq!(body_error(b"[").map(|e| e.status()), Some(400));
     }
 
     #[test]

@@ -1,0 +1,184 @@
+// The Worker's JavaScript entry: the `fetch` router and the four Durable Object classes.
+// Every decision is Rust's (src/shell/entry.rs over src/wire/router.rs; the DO cores over
+// their storage); this module only does the platform I/O a call needs: read the path,
+// headers and body, make one hop (hop.mjs), answer. The classes extend `DurableObject` so
+// that workerd serves their `rpc` method over JavaScript RPC; each holds the Rust object
+// of its instance and forwards to it.
+
+import { DurableObject } from "cloudflare:workers";
+import * as wasm from "./index.js";
+import { hop } from "./hop.mjs";
+
+const MAX_BODY_BYTES = 33554432;
+const JSON_HEADERS = { "content-type": "application/json" };
+
+// --- panic recovery -------------------------------------------------------------------
+// A Rust panic aborts the wasm instance (a WebAssembly.RuntimeError); the next call resets
+// the module's state and each object re-creates its Rust side.
+let generation = 0;
+let critical = false;
+
+function checkReset() {
+  if (critical) {
+    critical = false;
+    generation++;
+    wasm.__wbg_reset_state();
+  }
+}
+
+function noteCritical(e) {
+  if (e instanceof WebAssembly.RuntimeError) {
+    console.error("wasm trapped; its state is reset on the next call", e);
+    critical = true;
+  }
+}
+
+// --- router ---------------------------------------------------------------------------
+function respond(answer) {
+  // `A<status><body>`: three status digits, then the body.
+  return new Response(answer.slice(4), { status: +answer.slice(1, 4), headers: JSON_HEADERS });
+}
+
+/** The body, or null when it exceeds the limit (counted while streaming). */
+async function readBody(request, contentLength) {
+  if (contentLength !== null && /^[0-9]{1,9}$/.test(contentLength)) {
+    // A numeric content-length within the limit (the router checked it): the platform
+    // delivers exactly that many bytes.
+    return new Uint8Array(await request.arrayBuffer());
+  }
+  if (request.body === null) return new Uint8Array(0);
+  const reader = request.body.getReader();
+  const parts = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > MAX_BODY_BYTES) {
+      await reader.cancel().catch(() => {});
+      return null;
+    }
+    parts.push(value);
+  }
+  if (parts.length === 1) return parts[0];
+  const body = new Uint8Array(size);
+  let at = 0;
+  for (const p of parts) {
+    body.set(p, at);
+    at += p.byteLength;
+  }
+  return body;
+}
+
+async function route(request, env) {
+  const headers = request.headers;
+  const contentLength = headers.get("content-length");
+  checkReset();
+  const decision = wasm.route(
+    request.method,
+    new URL(request.url).pathname,
+    headers.get("authorization"),
+    env.WORLD_SECRET,
+    contentLength,
+  );
+  const kind = decision.charCodeAt(0);
+  if (kind === 65 /* A */) return respond(decision);
+  const body = await readBody(request, contentLength);
+  if (body === null) return respond(wasm.tooLarge());
+  if (kind === 66 /* B */) return respond(wasm.bodyError(body) || "A" + decision.slice(1));
+  // F<ENV>\n<method>\n<name>
+  const a = decision.indexOf("\n");
+  const b = decision.indexOf("\n", a + 1);
+  const ns = env[decision.slice(1, a)];
+  if (!ns) return respond(wasm.bodyError(body) || wasm.missingBinding(decision.slice(1, a)));
+  let reply;
+  try {
+    reply = await hop(ns, decision.slice(b + 1), decision.slice(a + 1, b), body);
+  } catch (e) {
+    return respond(wasm.hopFailed(String(e?.message ?? e)));
+  }
+  return new Response(reply[1], { status: reply[0], headers: JSON_HEADERS });
+}
+
+export default {
+  async fetch(request, env) {
+    try {
+      return await route(request, env);
+    } catch (e) {
+      noteCritical(e);
+      throw e;
+    }
+  },
+};
+
+// --- Durable Object classes -----------------------------------------------------------
+/** Shared by the four classes: the Rust object of this instance (re-created after a reset). */
+class RustObject extends DurableObject {
+  rust() {
+    checkReset();
+    if (this.generation !== generation) {
+      this.generation = generation;
+      this.object = new this.constructor.Rust(this.ctx, this.env);
+    }
+    return this.object;
+  }
+
+  /** One RPC: `[status, body, alarm]` (src/shell/serve.rs). */
+  async rpc(method, name, body) {
+    try {
+      const object = this.rust();
+      let reply = object.rpcCall ? object.rpcCall(method, name, body) : null;
+      if (reply === null || reply[0] === 0) reply = await object.rpcAsync(method, name, body);
+      const alarm = reply[2];
+      if (alarm === alarm) await this.applyAlarm(alarm);
+      return reply;
+    } catch (e) {
+      noteCritical(e);
+      throw e;
+    }
+  }
+
+  /** The alarm a committed call asked for. The call is answered even if it fails. */
+  async applyAlarm(alarm) {
+    try {
+      if (alarm < 0) await this.ctx.storage.deleteAlarm();
+      else await this.ctx.storage.setAlarm(alarm);
+    } catch (e) {
+      console.error(`${this.constructor.name}: committed, but the alarm failed: ${e}`);
+    }
+  }
+
+  /** The hop's fetch form, for bodies too large for one RPC argument (hop.mjs). */
+  async fetch(request) {
+    const method = request.headers.get("x-celld-method") ?? "";
+    const name = decodeURIComponent(request.headers.get("x-celld-name") ?? "");
+    const reply = await this.rpc(method, name, new Uint8Array(await request.arrayBuffer()));
+    return new Response(reply[1], { status: reply[0], headers: JSON_HEADERS });
+  }
+
+  async alarm() {
+    try {
+      const object = this.rust();
+      if (object.alarm) await object.alarm();
+    } catch (e) {
+      noteCritical(e);
+      throw e;
+    }
+  }
+}
+
+export class WorkflowRunDO extends RustObject {
+  static Rust = wasm.RunObject;
+}
+
+export class StreamDO extends RustObject {
+  static Rust = wasm.StreamObject;
+}
+
+export class IndexDO extends RustObject {
+  static Rust = wasm.IndexObject;
+}
+
+export class QueueDO extends RustObject {
+  static Rust = wasm.QueueObject;
+}
