@@ -30,6 +30,7 @@ pub mod hop;
 pub mod index;
 pub mod queue;
 pub mod run;
+pub mod shard;
 pub mod store;
 pub mod stream;
 pub mod wire;
