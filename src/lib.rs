@@ -25,9 +25,11 @@
 //!
 //! Only `shell` knows about wasm; `cargo test` exercises everything else natively.
 
+pub mod catalog;
 pub mod config;
 pub mod hop;
 pub mod index;
+pub mod lifecycle;
 pub mod queue;
 pub mod run;
 pub mod shard;
