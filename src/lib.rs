@@ -27,6 +27,9 @@
 
 pub mod catalog;
 pub mod config;
+pub mod hook_id;
+pub mod hook_shard;
+pub mod hook_token;
 pub mod hop;
 pub mod index;
 pub mod lifecycle;
