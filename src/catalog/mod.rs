@@ -9,7 +9,8 @@
 //! shell reads first when [`reads_alarm`] says so and applies after commit.
 //!
 //! Files:
-//! * [`publish`] — `upsertRun` (publication leases, refused behind an expiry fence);
+//! * [`publish`] — `upsertRun` (publication leases, refused behind an expiry fence), and
+//!   `upsertKey`, our single-key form for the 0.3 facade;
 //! * [`list`] — the ordered `list` with values and cursors;
 //! * [`expiry`] — `expireRun`, `deleteStaleGlobalRun` and the fence compaction [`alarm`];
 //! * [`keys`] — key formats; [`records`] — stored records and argument decoding.
@@ -46,8 +47,11 @@ pub const CLASS: &str = "RunCatalogDO";
 /// The env binding the shell will need for this class.
 pub const ENV_BINDING: &str = "WORKFLOW_RUN_CATALOG";
 
-/// Every method of the class (all internal: none is reachable through `/v1/rpc`).
+/// Every method of the reference class (all internal: none is reachable through `/v1/rpc`).
 pub const METHODS: [&str; 4] = ["upsertRun", "list", "deleteStaleGlobalRun", "expireRun"];
+
+/// Methods of ours for the 0.3 `index` facade ([`crate::facade`]), also internal.
+pub const FACADE_METHODS: [&str; 1] = ["upsertKey"];
 
 /// Does `method` need the current alarm time (the shell then reads it first)?
 pub fn reads_alarm(method: &str) -> bool {
@@ -58,6 +62,7 @@ pub fn reads_alarm(method: &str) -> bool {
 pub fn call(store: &mut dyn Store, ctx: &Ctx, alarm: &mut Alarm, method: &str, args: Args) -> Result<Value, RpcError> {
     match method {
         "upsertRun" => publish::upsert_run(store, ctx, args),
+        "upsertKey" => publish::upsert_key(store, args),
         "list" => list::list(store, args),
         "deleteStaleGlobalRun" => expiry::delete_stale_global_run(store, args),
         "expireRun" => expiry::expire_run(store, ctx, alarm, args),

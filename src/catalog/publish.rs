@@ -37,3 +37,23 @@ pub fn upsert_run(store: &mut dyn Store, ctx: &Ctx, args: Args) -> Result<Value,
 fn stored(yes: bool) -> Value {
     Value::object([("stored", Value::Bool(yes))])
 }
+
+/// `upsertKey(runId, key, value)` → `{stored}`: the single-key upsert the 0.3 `index`
+/// facade uses for `putOwned` of a `run:`/`runall:` key (the 0.3 client has no lease; the
+/// facade asks the run DO's lifecycle instead, before this call). Refused behind the
+/// run's expiry fence, like `upsertRun`. Not part of the reference class.
+pub fn upsert_key(store: &mut dyn Store, args: Args) -> Result<Value, RpcError> {
+    let key = text(args.raw(1));
+    if !key.starts_with(keys::RUN_PREFIX) && !key.starts_with(keys::RUNALL_PREFIX) {
+        return Err(RpcError::error(format!("Run catalog cannot hold key {key}")));
+    }
+    if store.get(&keys::expired(&text(args.raw(0))))?.is_some() {
+        return Ok(stored(false));
+    }
+    let value = match args.raw(2) {
+        Some(Value::String(s)) => s,
+        _ => return Err(RpcError::type_error("Run catalog metadata must be a string")),
+    };
+    store.put(&key, value)?;
+    Ok(stored(true))
+}

@@ -351,3 +351,16 @@ fn unknown_methods_are_not_functions() {
     let mut c = Shard::new();
     assert_eq!(c.call("get", vec![]).unwrap_err(), RpcError::type_error("RunCatalogDO.get is not a function"));
 }
+
+#[test]
+fn upsert_key_for_the_legacy_facade() {
+    let mut c = Shard::new();
+    let key = keys::run("wf", 5, "wrun_1");
+    assert_eq!(c.ok("upsertKey", vec![s("wrun_1"), s(&key), s("{}")]), stored(true));
+    assert_eq!(c.store.text(&key), Some("{}"));
+    let err = c.call("upsertKey", vec![s("wrun_1"), s("correlation:x"), s("{}")]).unwrap_err();
+    assert_eq!(err.message, "Run catalog cannot hold key correlation:x");
+    c.ok("expireRun", vec![s("wrun_1"), run_keys("wrun_1", 5), n(T0)]);
+    assert_eq!(c.ok("upsertKey", vec![s("wrun_1"), s(&key), s("{}")]), stored(false));
+    assert_eq!(c.store.text(&key), None);
+}
