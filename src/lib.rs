@@ -27,6 +27,7 @@
 
 pub mod catalog;
 pub mod config;
+pub mod facade;
 pub mod hook_id;
 pub mod hook_shard;
 pub mod hook_token;
