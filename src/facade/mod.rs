@@ -4,9 +4,10 @@
 //! (or all 16), a hook-token or hook-id shard, or the archive IndexDO instance `index` —
 //! and, where several calls are needed, the calls and the merge of their answers.
 //!
-//! Nothing here performs I/O; the router-side driver that executes a [`Route`] is part of
-//! the shell wiring. Files: [`list`] (the catalog fan-out and page merge), [`hooks`] (the
-//! hook-ownership methods over both hook shards).
+//! The decisions are pure ([`route`], [`list`], [`hooks`]); [`driver`] executes a
+//! [`Route`] over a [`driver::FacadeHost`] the router provides (not wired yet). Files:
+//! [`list`] (the catalog fan-out and page merge), [`hooks`] (the hook-ownership methods
+//! over both hook shards), [`driver`] (the calls, concurrent where independent).
 //!
 //! | 0.3 method | key family | target |
 //! | --- | --- | --- |
@@ -25,6 +26,7 @@
 //! | `deleteHookIndexes(token, hookId, owner)` | — | `releaseBatch` of one entry on both shards |
 //! | `put`, `delete`, `expireRun` | — | archive |
 
+pub mod driver;
 pub mod hooks;
 pub mod list;
 
@@ -79,8 +81,10 @@ impl Target {
 pub enum Route {
     /// Forward the call unchanged to the archive.
     Archive,
-    /// `get` of a run key: ask each target in order with `list({prefix: key, limit: 1})`
-    /// (archive: `get(key)`); the first hit ([`run_get_hit`]) is the answer, else `null`.
+    /// `get` of a run key: ask the catalog shards with `list({prefix: key, limit: 1})` —
+    /// the home shard (first in `order`), on a miss the other 15 (concurrently is fine) —
+    /// then the archive with `get(key)`; the first hit ([`run_get_hit`]) is the answer,
+    /// else `null`.
     RunGet { key: String, order: Vec<Target> },
     /// `get` of a hook key: `get(natural key)` on that shard; its answer is the answer.
     HookGet { target: Target, key: String },

@@ -443,3 +443,122 @@ fn a_put_for_an_expired_run_is_refused_before_the_catalog() {
     let answer = c.shard_call(&home, "upsertKey", vec![s("wrun_x"), s("run:wf:1:wrun_x"), s("{}")]);
     assert_eq!(answer, Value::object([("stored", Value::Bool(false))]));
 }
+
+// ---- the driver, end to end over every real core -----------------------------------------
+
+use std::cell::RefCell;
+
+use super::driver::{self as facade_driver, FacadeHost};
+
+/// Catalog shards and the archive on in-memory stores, the hook shards and run statuses of
+/// a hook-shard [`World`].
+struct Fleet {
+    catalogs: RefCell<Catalogs>,
+    world: World,
+    calls: RefCell<Vec<String>>,
+}
+
+impl FacadeHost for Fleet {
+    async fn call(&self, target: &Target, method: &str, args: Vec<Value>) -> Result<Value, RpcError> {
+        self.calls.borrow_mut().push(format!("{}/{}.{method}", target.env_binding(), target.instance()));
+        match target {
+            Target::Archive => self.catalogs.borrow_mut().archive_call(method, args),
+            Target::Catalog(name) => {
+                let mut catalogs = self.catalogs.borrow_mut();
+                let config = Config::default();
+                let ctx = Ctx { now: self.world.now.get(), name, config: &config };
+                let store = catalogs.shards.entry(name.clone()).or_default();
+                store.transaction(|st| crate::catalog::call(st, &ctx, &mut Alarm::unknown(), method, Args(&args)))
+            }
+            hook => exec(&self.world, &ShardCall { target: hook.clone(), method: leak(method), args }),
+        }
+    }
+
+    async fn lifecycle_status(&self, run_id: &str) -> Result<Value, RpcError> {
+        Ok(s(self.world.runs.borrow().get(run_id).map_or("missing", String::as_str)))
+    }
+}
+
+/// Shard method names are `'static` in [`ShardCall`]; the test host only forwards known ones.
+fn leak(method: &str) -> &'static str {
+    ["get", "reserve", "finalize", "publish", "releaseClaim", "releaseBatch"].into_iter().find(|m| *m == method).unwrap_or("unknown")
+}
+
+impl Fleet {
+    fn new() -> Fleet {
+        Fleet { catalogs: RefCell::new(Catalogs::new()), world: World::new(), calls: RefCell::new(Vec::new()) }
+    }
+
+    fn index(&self, method: &str, args: Vec<Value>) -> Result<Value, RpcError> {
+        block_on(facade_driver::call(self, method, args, true))
+    }
+}
+
+#[test]
+fn driver_serves_the_03_client_sequence() {
+    let f = Fleet::new();
+    let me = owner("wrun_same", "hook_same");
+    f.world.set_run("wrun_same", "active");
+    let meta = s(r#"{"runId":"wrun_same","createdAt":"2026-01-02T03:04:05.000Z","status":"pending"}"#);
+    let run_key = "run:wf:1767323045000:wrun_same";
+    let all_key = "runall:1767323045000:wrun_same";
+    for key in [run_key, all_key] {
+        assert_eq!(f.index("putOwned", vec![s("wrun_same"), s(key), meta.clone()]), Ok(Value::object([("stored", Value::Bool(true))])));
+    }
+    assert_eq!(
+        f.index("putOwned", vec![s("wrun_same"), s("correlation:c:1:e:wrun_same"), s("{}")]),
+        Ok(Value::object([("stored", Value::Bool(true))]))
+    );
+    f.calls.borrow_mut().clear();
+    let page = f.index("list", vec![opts(&[("prefix", s("runall:")), ("limit", Value::num(50))])]).unwrap_or(Value::Null);
+    assert_eq!(
+        page,
+        Value::object([("keys", Value::Array(vec![Value::object([("name", s(all_key))])])), ("list_complete", Value::Bool(true))])
+    );
+    assert_eq!(f.calls.borrow().len(), 17, "16 catalog shards and the archive");
+    f.calls.borrow_mut().clear();
+    assert_eq!(f.index("get", vec![s(all_key)]), Ok(meta.clone()));
+    assert_eq!(*f.calls.borrow(), ["WORKFLOW_RUN_CATALOG/run-catalog:v1:0e.list"], "one call: the home shard");
+
+    // Hooks: reserve, finalize, read by token and by id, delete.
+    assert_eq!(f.index("reserveHookToken", vec![s("token_same"), me.to_value()]), Ok(Value::object([("claimed", Value::Bool(true))])));
+    let serialized = s(&hook_json(&me, "token_same"));
+    assert_eq!(f.index("finalizeHookIndexes", vec![s("token_same"), s("hook_same"), serialized.clone(), me.to_value()]), Ok(Value::Null));
+    assert_eq!(f.index("get", vec![s("hook:token_same")]), Ok(serialized.clone()));
+    assert_eq!(f.index("get", vec![s("hookid:hook_same")]), Ok(serialized));
+    assert_eq!(f.index("deleteHookIndexes", vec![s("token_same"), s("hook_same"), me.to_value()]), Ok(Value::Null));
+    assert_eq!(f.index("get", vec![s("hook:token_same")]), Ok(Value::Null));
+    assert_eq!(f.index("releaseHookToken", vec![s("token_same"), me.to_value()]), Ok(Value::Null));
+
+    // Arbitrary keys stay in the archive.
+    assert_eq!(f.index("put", vec![s("kv:a"), s("1")]), Ok(Value::Null));
+    assert_eq!(f.index("get", vec![s("kv:a")]), Ok(s("1")));
+    assert_eq!(
+        f.index("list", vec![opts(&[("prefix", s("kv:"))])]),
+        Ok(Value::object([("keys", Value::Array(vec![Value::object([("name", s("kv:a"))])])), ("list_complete", Value::Bool(true))]))
+    );
+}
+
+#[test]
+fn driver_refuses_puts_for_expired_runs_and_falls_back_on_get_misses() {
+    let f = Fleet::new();
+    f.world.set_run("wrun_x", "expired");
+    assert_eq!(f.index("putOwned", vec![s("wrun_x"), s("runall:1:wrun_x"), s("{}")]), Ok(Value::object([("stored", Value::Bool(false))])));
+    assert!(f.catalogs.borrow().shards.values().all(|st| st.data.is_empty()));
+    // A legacy entry only the archive holds.
+    f.index("put", vec![s("runall:0000000000001:wrun_old"), s("{\"runId\":\"wrun_old\"}")]).ok();
+    f.calls.borrow_mut().clear();
+    assert_eq!(f.index("get", vec![s("runall:0000000000001:wrun_old")]), Ok(s("{\"runId\":\"wrun_old\"}")));
+    assert_eq!(f.calls.borrow().len(), 17, "home, the other 15, the archive");
+    assert_eq!(f.index("get", vec![s("runall:0000000000001:wrun_none")]), Ok(Value::Null));
+}
+
+#[test]
+fn driver_releases_the_token_claim_when_the_hook_id_is_held() {
+    let f = Fleet::new();
+    let (a, b) = (owner("wrun_a", "hook_same"), owner("wrun_b", "hook_same"));
+    assert_eq!(f.index("reserveHookToken", vec![s("tok_a"), a.to_value()]), Ok(Value::object([("claimed", Value::Bool(true))])));
+    let refused = f.index("reserveHookToken", vec![s("tok_b"), b.to_value()]);
+    assert_eq!(refused, Ok(Value::object([("claimed", Value::Bool(false)), ("holder", a.to_value())])));
+    assert!(f.world.keys(Family::Token, "tok_b").is_empty());
+}
