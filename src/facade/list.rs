@@ -41,6 +41,9 @@ pub struct MergedList {
     /// Names in the merged page, at most.
     pub limit: usize,
     pub reverse: bool,
+    /// Entries keep their `value` (the 0.4 `/v1/index/runs/list` page); the 0.3 page
+    /// carries names only.
+    pub with_values: bool,
 }
 
 /// Where a 0.3 `list` goes.
@@ -81,31 +84,63 @@ pub fn plan(options: Option<&Value>, with_archive: bool) -> Result<ListRoute, Rp
     if with_archive {
         sources.push(Target::Archive);
     }
-    Ok(ListRoute::Merged(MergedList { sources, options: Value::object(shard_options), limit: merged, reverse }))
+    Ok(ListRoute::Merged(MergedList { sources, options: Value::object(shard_options), limit: merged, reverse, with_values: false }))
+}
+
+/// The same fan-out for the 0.4 coordinator's `/v1/index/runs/list` (`catalog-hooks.md`
+/// §4): `limit` = floor of a finite `options.limit` clamped to 1..=1000 (default 1000);
+/// every shard gets the caller's options with `limit + 1`; entries keep their values.
+pub fn plan_runs_list(options: Option<&Value>) -> MergedList {
+    let mut shard_options = options.and_then(Value::as_object).cloned().unwrap_or_default();
+    let limit = match shard_options.get("limit") {
+        Some(Value::Number(n)) if n.is_finite() => n.floor().clamp(1.0, MAX_MERGED as f64),
+        _ => MAX_MERGED as f64,
+    };
+    shard_options.insert("limit".into(), Value::num(limit + 1.0));
+    let reverse = js::truthy(shard_options.get("reverse"));
+    MergedList {
+        sources: shard::all_run_catalogs().into_iter().map(Target::Catalog).collect(),
+        options: Value::Object(shard_options),
+        // In 1..=1000 after the clamp.
+        limit: limit as usize,
+        reverse,
+        with_values: true,
+    }
 }
 
 /// Merge the sources' pages (in any order) into the 0.3 page: names sorted by UTF-8
 /// bytes (descending when `reverse`), duplicates dropped, the first `limit` kept;
 /// complete when every source was complete and no more than `limit` names remained.
 pub fn merge(plan: &MergedList, pages: &[Value]) -> Result<Value, RpcError> {
-    let mut names: Vec<String> = Vec::new();
+    let mut entries: Vec<(String, Option<Value>)> = Vec::new();
     let mut every_complete = true;
     for page in pages {
         let keys = page.get("keys").and_then(Value::as_array).ok_or_else(malformed)?;
         for entry in keys {
-            names.push(entry.get("name").and_then(Value::as_str).ok_or_else(malformed)?.to_string());
+            let name = entry.get("name").and_then(Value::as_str).ok_or_else(malformed)?.to_string();
+            entries.push((name, entry.get("value").cloned()));
         }
         every_complete &= page.get("list_complete").and_then(Value::as_bool).ok_or_else(malformed)?;
     }
-    names.sort_unstable();
-    names.dedup();
+    // Rust orders strings by their UTF-8 bytes: the storage order.
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    entries.dedup_by(|a, b| a.0 == b.0);
     if plan.reverse {
-        names.reverse();
+        entries.reverse();
     }
-    let complete = every_complete && names.len() <= plan.limit;
-    names.truncate(plan.limit);
-    let cursor = if complete { None } else { names.last().cloned() };
-    let keys = names.into_iter().map(|name| Value::object([("name", Value::String(name))])).collect();
+    let complete = every_complete && entries.len() <= plan.limit;
+    entries.truncate(plan.limit);
+    let cursor = if complete { None } else { entries.last().map(|(name, _)| name.clone()) };
+    let keys = entries
+        .into_iter()
+        .map(|(name, value)| {
+            let mut members = vec![("name", Value::String(name))];
+            if plan.with_values {
+                members.push(("value", value.unwrap_or(Value::Null)));
+            }
+            Value::object(members)
+        })
+        .collect();
     let mut result = vec![("keys", Value::Array(keys)), ("list_complete", Value::Bool(complete))];
     if let Some(cursor) = cursor {
         result.push(("cursor", Value::String(cursor)));

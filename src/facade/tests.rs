@@ -319,7 +319,7 @@ fn a_run_get_finds_keys_on_a_foreign_shard_by_fanning_out() {
 
 #[test]
 fn merge_rejects_malformed_pages_and_drops_duplicates() {
-    let plan = MergedList { sources: vec![], options: Value::Null, limit: 10, reverse: false };
+    let plan = MergedList { sources: vec![], options: Value::Null, limit: 10, reverse: false, with_values: false };
     assert_eq!(merge(&plan, &[Value::Null]).unwrap_err().message, "malformed run catalog page");
     let page =
         Value::object([("keys", Value::Array(vec![Value::object([("name", s("runall:1"))])])), ("list_complete", Value::Bool(true))]);
@@ -561,4 +561,24 @@ fn driver_releases_the_token_claim_when_the_hook_id_is_held() {
     let refused = f.index("reserveHookToken", vec![s("tok_b"), b.to_value()]);
     assert_eq!(refused, Ok(Value::object([("claimed", Value::Bool(false)), ("holder", a.to_value())])));
     assert!(f.world.keys(Family::Token, "tok_b").is_empty());
+}
+
+#[test]
+fn the_04_runs_list_merge_keeps_values_and_clamps() {
+    use super::list::plan_runs_list;
+    let (mut c, all) = filled(9);
+    let plan = plan_runs_list(Some(&opts(&[("prefix", s("runall:")), ("limit", Value::num(4.7)), ("extra", s("kept"))])));
+    assert_eq!((plan.limit, plan.sources.len()), (4, 16));
+    assert_eq!(plan.options.get("limit"), Some(&Value::num(5)));
+    assert_eq!(plan.options.get("extra"), Some(&s("kept")), "the caller's options pass through");
+    assert_eq!(plan_runs_list(None).limit, 1000);
+    assert_eq!(plan_runs_list(Some(&opts(&[("limit", Value::num(0))]))).limit, 1);
+    assert_eq!(plan_runs_list(Some(&opts(&[("limit", Value::num(1e9))]))).limit, 1000);
+    assert_eq!(plan_runs_list(Some(&opts(&[("limit", s("7"))]))).limit, 1000);
+    let pages: Vec<Value> = plan.sources.iter().map(|t| c.shard_call(t.instance(), "list", vec![plan.options.clone()])).collect();
+    let page = merge(&plan, &pages).unwrap_or(Value::Null);
+    assert_eq!(names(&page), all.get(..4).unwrap_or_default());
+    assert_eq!(page.get("cursor"), all.get(3).map(|n| s(n)).as_ref());
+    let first = page.get("keys").and_then(Value::as_array).and_then(|k| k.first()).cloned();
+    assert_eq!(first.and_then(|e| e.get("value").cloned()), Some(s(r#"{"runId":"wrun_000"}"#)));
 }
