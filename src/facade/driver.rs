@@ -41,9 +41,9 @@ pub async fn call<H: FacadeHost>(host: &H, method: &str, args: Vec<Value>, with_
         }
         Route::ReserveHookToken(hook) => reserve(host, &hook).await,
         Route::FinalizeHookIndexes { hook, serialized } => {
-            let by_token = shard_call(host, hook.finalize_token(&serialized)).await?;
+            let by_token = publish(host, &hook, hook.finalize_token(&serialized)).await?;
             if LegacyHook::token_stored(&by_token) {
-                shard_call(host, hook.publish_hook_id(&serialized)).await?;
+                publish(host, &hook, hook.publish_hook_id(&serialized)).await?;
             }
             Ok(Value::Null)
         }
@@ -55,6 +55,21 @@ pub async fn call<H: FacadeHost>(host: &H, method: &str, args: Vec<Value>, with_
             all(host, hook.delete_indexes()).await?;
             Ok(Value::Null)
         }
+    }
+}
+
+/// A publication under the legacy claim id; when the owner holds the key under another
+/// claim id, once more under that one.
+async fn publish<H: FacadeHost>(host: &H, hook: &LegacyHook, publication: ShardCall) -> Result<Value, RpcError> {
+    match shard_call(host, publication.clone()).await {
+        Err(e) if LegacyHook::is_reserved_elsewhere(&e) => {
+            let claim = shard_call(host, hook.claim_of(&publication)).await?;
+            match LegacyHook::retry_with(&publication, &claim) {
+                Some(retry) => shard_call(host, retry).await,
+                None => Err(e),
+            }
+        }
+        other => other,
     }
 }
 

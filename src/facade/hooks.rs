@@ -121,6 +121,32 @@ impl LegacyHook {
         }
     }
 
+    /// The fallback when a publication call (`finalize_token` / `publish_hook_id`) failed
+    /// because the key is "reserved by another hook": ask that shard for the owner's
+    /// unexpired claim (`claimOf`) …
+    pub fn claim_of(&self, publication: &ShardCall) -> ShardCall {
+        let key = if publication.method == "finalize" { &self.token } else { &self.hook_id };
+        ShardCall { target: publication.target.clone(), method: "claimOf", args: vec![Value::str(key.as_str()), self.owner.to_value()] }
+    }
+
+    /// … and, when it names another claim id than the one tried, the same publication
+    /// under that id (else `None`: the original error stands).
+    pub fn retry_with(publication: &ShardCall, claim_of: &Value) -> Option<ShardCall> {
+        let claim_id = claim_of.get("claimId")?.clone();
+        let mut retry = publication.clone();
+        let slot = retry.args.get_mut(3)?;
+        if *slot == claim_id {
+            return None;
+        }
+        *slot = claim_id;
+        Some(retry)
+    }
+
+    /// Whether a publication error is the one [`LegacyHook::claim_of`] can resolve.
+    pub fn is_reserved_elsewhere(error: &RpcError) -> bool {
+        error.message.ends_with(" is reserved by another hook")
+    }
+
     // ---- releaseHookToken(token, owner) ---------------------------------------------------
 
     /// `releaseClaim` of the legacy claim on both shards (in parallel); answers `null`.

@@ -21,7 +21,7 @@
 //! | `list(options)` | prefix `run:…` / `runall:…` | all 16 catalog shards (+ archive while migrating), merged ([`list`]) |
 //! | `list(options)` | any other prefix | archive |
 //! | `reserveHookToken(token, owner)` | — | token shard, then hook-id shard of `owner.hookId`, claim id [`hooks::legacy_claim_id`] |
-//! | `finalizeHookIndexes(token, hookId, serialized, owner)` | — | token shard `finalize`, then hook-id shard of `hookId` `publish` |
+//! | `finalizeHookIndexes(token, hookId, serialized, owner)` | — | token shard `finalize`, then hook-id shard of `hookId` `publish`; a key the owner holds under another claim id is retried under it (`claimOf`) |
 //! | `releaseHookToken(token, owner)` | — | `releaseClaim` on both shards |
 //! | `deleteHookIndexes(token, hookId, owner)` | — | `releaseBatch` of one entry on both shards |
 //! | `put`, `delete`, `expireRun` | — | archive |

@@ -481,7 +481,10 @@ impl FacadeHost for Fleet {
 
 /// Shard method names are `'static` in [`ShardCall`]; the test host only forwards known ones.
 fn leak(method: &str) -> &'static str {
-    ["get", "reserve", "finalize", "publish", "releaseClaim", "releaseBatch"].into_iter().find(|m| *m == method).unwrap_or("unknown")
+    ["get", "reserve", "finalize", "publish", "releaseClaim", "releaseBatch", "claimOf"]
+        .into_iter()
+        .find(|m| *m == method)
+        .unwrap_or("unknown")
 }
 
 impl Fleet {
@@ -581,4 +584,24 @@ fn the_04_runs_list_merge_keeps_values_and_clamps() {
     assert_eq!(page.get("cursor"), all.get(3).map(|n| s(n)).as_ref());
     let first = page.get("keys").and_then(Value::as_array).and_then(|k| k.first()).cloned();
     assert_eq!(first.and_then(|e| e.get("value").cloned()), Some(s(r#"{"runId":"wrun_000"}"#)));
+}
+
+#[test]
+fn driver_finalize_adopts_the_owners_claim_made_under_another_id() {
+    let f = Fleet::new();
+    let (a, b) = (owner("wrun_a", "hook_a"), owner("wrun_b", "hook_b"));
+    f.world.set_run("wrun_a", "active");
+    f.world.set_run("wrun_b", "active");
+    // The same run reserved through the 0.4 coordinator (random claim id) …
+    assert!(matches!(f.world.admit("tok", &a, "random-uuid"), Ok(crate::hook_shard::testing::Admission::Admitted { .. })));
+    // … and is finalized by a 0.3 client.
+    let serialized = s(&hook_json(&a, "tok"));
+    assert_eq!(f.index("finalizeHookIndexes", vec![s("tok"), s("hook_a"), serialized.clone(), a.to_value()]), Ok(Value::Null));
+    assert_eq!(f.index("get", vec![s("hook:tok")]), Ok(serialized.clone()));
+    assert_eq!(f.index("get", vec![s("hookid:hook_a")]), Ok(serialized));
+    // Another owner's claim is never adopted.
+    let c = owner("wrun_a", "hook_c");
+    assert!(matches!(f.world.admit("tok2", &c, "x"), Ok(crate::hook_shard::testing::Admission::Admitted { .. })));
+    let theirs = f.index("finalizeHookIndexes", vec![s("tok2"), s("hook_b"), s(&hook_json(&b, "tok2")), b.to_value()]);
+    assert_eq!(theirs, Err(RpcError::error("Hook token tok2 is reserved by another hook")));
 }

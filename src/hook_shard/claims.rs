@@ -135,3 +135,15 @@ pub fn release_owned(store: &mut dyn Store, family: Family, entries: &[(String, 
     }
     Ok(deleted)
 }
+
+/// `claimOf(K, owner)` → `{claimId}` of the owner's unexpired claim, or `null`. Ours, not
+/// the reference's: the 0.3 facade uses it when a same-owner claim was made under another
+/// id than its deterministic legacy one (a run driven by both client versions).
+pub fn claim_of(store: &mut dyn Store, now: i64, args: Args) -> Result<Value, RpcError> {
+    let key = natural_key(args.raw(0));
+    let owner = Owner::from_arg(args.raw(1))?;
+    Ok(match read_claim(store, &key)? {
+        Some(claim) if claim.owner == owner && claim.expires_at > now => Value::object([("claimId", Value::String(claim.claim_id))]),
+        _ => Value::Null,
+    })
+}

@@ -96,4 +96,9 @@ impl Family {
     pub fn methods(self) -> [&'static str; 5] {
         ["get", "reserve", self.publish_method(), "releaseClaim", "releaseBatch"]
     }
+
+    /// Internal methods of ours (not in the reference class), for the 0.3 facade.
+    pub fn facade_methods(self) -> [&'static str; 1] {
+        ["claimOf"]
+    }
 }

@@ -8,7 +8,8 @@
 //! time-ordered deadline index that the alarm compacts.
 //!
 //! Files:
-//! * [`claims`] — `reserve`, `releaseClaim`, `releaseBatch` (one transaction each);
+//! * [`claims`] — `reserve`, `releaseClaim`, `releaseBatch` (one transaction each), and
+//!   our internal `claimOf` for the 0.3 facade;
 //! * [`publish`] — the storage step of `finalize` / `publish`;
 //! * [`driver`] — `get` and `finalize` / `publish`, which ask the owner's run DO
 //!   `getLifecycleStatus()` first, generic over a [`driver::ShardHost`];
@@ -54,6 +55,7 @@ pub fn call(store: &mut dyn Store, family: Family, now: i64, alarm: &mut Alarm, 
         "reserve" => claims::reserve(store, family, now, alarm, args),
         "releaseClaim" => claims::release_claim(store, args),
         "releaseBatch" => claims::release_batch(store, family, args),
+        "claimOf" => claims::claim_of(store, now, args),
         m if driver::is_lifecycle_checked(family, m) => {
             Err(RpcError::error(format!("{}.{m} asks the run DO: dispatch it with hook_shard::driver::call", family.class())))
         }

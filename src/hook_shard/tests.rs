@@ -387,3 +387,19 @@ fn the_same_owner_readmits_its_published_token_for_repair() {
     assert_eq!(w.finalize("tok", &a, &repair), Ok(()));
     assert_eq!(w.get(Family::Id, "hook_a"), s(&hook_json(&a, "tok")));
 }
+
+#[test]
+fn claim_of_names_only_the_owners_unexpired_claim() {
+    for family in FAMILIES {
+        let w = World::new();
+        let (a, b) = (owner("wrun_a", "ha"), owner("wrun_b", "hb"));
+        let claim_of = |who: &super::records::Owner| w.call(family, "k", "claimOf", vec![s("k"), who.to_value()]);
+        assert_eq!(claim_of(&a), Ok(Value::Null));
+        w.reserve(family, "k", &a, "ca").ok();
+        assert_eq!(claim_of(&a), Ok(Value::object([("claimId", s("ca"))])));
+        assert_eq!(claim_of(&b), Ok(Value::Null));
+        w.now.set(T0 + HOOK_CLAIM_LEASE_MS);
+        assert_eq!(claim_of(&a), Ok(Value::Null), "expired");
+        assert_eq!(family.facade_methods(), ["claimOf"]);
+    }
+}
