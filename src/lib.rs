@@ -25,11 +25,18 @@
 //!
 //! Only `shell` knows about wasm; `cargo test` exercises everything else natively.
 
+pub mod catalog;
 pub mod config;
+pub mod facade;
+pub mod hook_id;
+pub mod hook_shard;
+pub mod hook_token;
 pub mod hop;
 pub mod index;
+pub mod lifecycle;
 pub mod queue;
 pub mod run;
+pub mod shard;
 pub mod store;
 pub mod stream;
 pub mod wire;

@@ -1,0 +1,125 @@
+//! Executes a [`Route`] of the decision table: the calls to the catalog shards, hook
+//! shards, archive and run DO that a 0.3 `index` call becomes, concurrent where the calls
+//! are independent. Generic over [`FacadeHost`], so the wasm router drives it against
+//! real Durable Objects and the native tests against the real cores.
+
+#![allow(async_fn_in_trait)] // hosts are single-threaded (wasm, tests): no Send bound wanted
+
+use futures_util::future::join_all;
+
+use super::hooks::{LegacyHook, Reserve, ShardCall};
+use super::list::merge;
+use super::{refuses_put, route, run_get_hit, run_get_options, Route, Target};
+use crate::wire::{RpcError, Value};
+
+/// What the facade needs from its environment.
+pub trait FacadeHost {
+    /// Call a method of the instance `target` names (its env binding:
+    /// [`Target::env_binding`], its name: [`Target::instance`]).
+    async fn call(&self, target: &Target, method: &str, args: Vec<Value>) -> Result<Value, RpcError>;
+    /// `WorkflowRunDO(runId).getLifecycleStatus()`.
+    async fn lifecycle_status(&self, run_id: &str) -> Result<Value, RpcError>;
+}
+
+/// Serve one 0.3 `index` call (`with_archive`: see [`route`]).
+pub async fn call<H: FacadeHost>(host: &H, method: &str, args: Vec<Value>, with_archive: bool) -> Result<Value, RpcError> {
+    match route(method, &args, with_archive)? {
+        Route::Archive => host.call(&Target::Archive, method, args).await,
+        Route::Discard => Ok(Value::object([("stored", Value::Bool(true))])),
+        Route::RunGet { key, order } => run_get(host, &key, &order).await,
+        Route::HookGet { target, key } => host.call(&target, "get", vec![Value::String(key)]).await,
+        Route::PutRun { target, run_id, key, value } => {
+            if refuses_put(&host.lifecycle_status(&run_id).await?) {
+                return Ok(Value::object([("stored", Value::Bool(false))]));
+            }
+            host.call(&target, "upsertKey", vec![Value::String(run_id), Value::String(key), value]).await
+        }
+        Route::List(plan) => {
+            let calls = plan.sources.iter().map(|target| host.call(target, "list", vec![plan.options.clone()]));
+            let pages = join_all(calls).await.into_iter().collect::<Result<Vec<_>, _>>()?;
+            merge(&plan, &pages)
+        }
+        Route::ReserveHookToken(hook) => reserve(host, &hook).await,
+        Route::FinalizeHookIndexes { hook, serialized } => {
+            let by_token = publish(host, &hook, hook.finalize_token(&serialized)).await?;
+            if LegacyHook::token_stored(&by_token) {
+                publish(host, &hook, hook.publish_hook_id(&serialized)).await?;
+            }
+            Ok(Value::Null)
+        }
+        Route::ReleaseHookToken(hook) => {
+            all(host, hook.release_reservation()).await?;
+            Ok(Value::Null)
+        }
+        Route::DeleteHookIndexes(hook) => {
+            all(host, hook.delete_indexes()).await?;
+            Ok(Value::Null)
+        }
+    }
+}
+
+/// A publication under the legacy claim id; when the owner holds the key under another
+/// claim id, once more under that one.
+async fn publish<H: FacadeHost>(host: &H, hook: &LegacyHook, publication: ShardCall) -> Result<Value, RpcError> {
+    match shard_call(host, publication.clone()).await {
+        Err(e) if LegacyHook::is_reserved_elsewhere(&e) => {
+            let claim = shard_call(host, hook.claim_of(&publication)).await?;
+            match LegacyHook::retry_with(&publication, &claim) {
+                Some(retry) => shard_call(host, retry).await,
+                None => Err(e),
+            }
+        }
+        other => other,
+    }
+}
+
+async fn shard_call<H: FacadeHost>(host: &H, call: ShardCall) -> Result<Value, RpcError> {
+    host.call(&call.target, call.method, call.args).await
+}
+
+/// Every call concurrently; the first error, once all have finished.
+async fn all<H: FacadeHost>(host: &H, calls: Vec<ShardCall>) -> Result<Vec<Value>, RpcError> {
+    join_all(calls.into_iter().map(|call| shard_call(host, call))).await.into_iter().collect()
+}
+
+/// The home shard; on a miss the other catalog shards concurrently; then the archive.
+async fn run_get<H: FacadeHost>(host: &H, key: &str, order: &[Target]) -> Result<Value, RpcError> {
+    let (catalogs, archive): (Vec<&Target>, Vec<&Target>) = order.iter().partition(|t| matches!(t, Target::Catalog(_)));
+    if let Some((home, rest)) = catalogs.split_first() {
+        if let Some(hit) = run_get_hit(key, &host.call(home, "list", vec![run_get_options(key)]).await?) {
+            return Ok(hit);
+        }
+        for page in join_all(rest.iter().map(|target| host.call(target, "list", vec![run_get_options(key)]))).await {
+            if let Some(hit) = run_get_hit(key, &page?) {
+                return Ok(hit);
+            }
+        }
+    }
+    for target in archive {
+        let value = host.call(target, "get", vec![Value::str(key)]).await?;
+        if !value.is_null() {
+            return Ok(value);
+        }
+    }
+    Ok(Value::Null)
+}
+
+/// `reserveHookToken`: token shard, then hook-id shard; a refused or failed hook-id step
+/// releases what the token step claimed (best effort).
+async fn reserve<H: FacadeHost>(host: &H, hook: &LegacyHook) -> Result<Value, RpcError> {
+    match hook.after_token(&shard_call(host, hook.reserve_token()).await?)? {
+        Reserve::Answer(answer) => Ok(answer),
+        Reserve::ReserveHookId => match shard_call(host, hook.reserve_hook_id()).await {
+            Ok(answer) => {
+                let (cleanup, answer) = hook.after_hook_id(&answer)?;
+                // Best effort: the claim lapses with its lease if this fails.
+                let _ = all(host, cleanup).await;
+                Ok(answer)
+            }
+            Err(e) => {
+                let _ = all(host, hook.after_hook_id_error()).await;
+                Err(e)
+            }
+        },
+    }
+}

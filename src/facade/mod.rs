@@ -1,0 +1,218 @@
+//! The 0.3 `index` binding over the 0.4 index shards, as a **pure decision table** (spec-0.4
+//! README, "Legacy `index` binding as a facade"): for each of the ten 0.3 IndexDO methods
+//! and the key family of its arguments, which instance serves it — the run's catalog shard
+//! (or all 16), a hook-token or hook-id shard, or the archive IndexDO instance `index` —
+//! and, where several calls are needed, the calls and the merge of their answers.
+//!
+//! The decisions are pure ([`route`], [`list`], [`hooks`]); [`driver`] executes a
+//! [`Route`] over a [`driver::FacadeHost`] the router provides (not wired yet). Files:
+//! [`list`] (the catalog fan-out and page merge), [`hooks`] (the hook-ownership methods
+//! over both hook shards), [`driver`] (the calls, concurrent where independent).
+//!
+//! | 0.3 method | key family | target |
+//! | --- | --- | --- |
+//! | `get(key)` | `run:…:<runId>`, `runall:…:<runId>` | catalog shard of the runId after the last `:`; on a miss the other 15 shards, then the archive ([`Route::RunGet`]) |
+//! | `get(key)` | `hook:<token>` | `hook-tokens` shard of the token, `get(token)` (lifecycle-checked) |
+//! | `get(key)` | `hookid:<hookId>` | `hook-ids` shard of the hook id, `get(hookId)` (lifecycle-checked) |
+//! | `get(key)` | anything else | archive |
+//! | `putOwned(runId, key, value)` | `run:`, `runall:` | catalog shard of `runId`: refused (`{stored:false}`) when `runs/<runId>.getLifecycleStatus()` is `expired`, else `upsertKey` |
+//! | `putOwned(runId, key, value)` | `correlation:` | nothing: `{stored:true}` (no one reads them) |
+//! | `putOwned(runId, key, value)` | anything else | archive |
+//! | `list(options)` | prefix `run:…` / `runall:…` | all 16 catalog shards (+ archive while migrating), merged ([`list`]) |
+//! | `list(options)` | any other prefix | archive |
+//! | `reserveHookToken(token, owner)` | — | token shard, then hook-id shard of `owner.hookId`, claim id [`hooks::legacy_claim_id`] |
+//! | `finalizeHookIndexes(token, hookId, serialized, owner)` | — | token shard `finalize`, then hook-id shard of `hookId` `publish`; a key the owner holds under another claim id is retried under it (`claimOf`) |
+//! | `releaseHookToken(token, owner)` | — | `releaseClaim` on both shards |
+//! | `deleteHookIndexes(token, hookId, owner)` | — | `releaseBatch` of one entry on both shards |
+//! | `put`, `delete`, `expireRun` | — | archive |
+
+pub mod driver;
+pub mod hooks;
+pub mod list;
+
+#[cfg(test)]
+mod tests;
+
+use crate::hook_shard::records::Owner;
+use crate::shard;
+use crate::wire::{js, RpcError, Value};
+
+use hooks::LegacyHook;
+use list::ListRoute;
+
+/// The archive instance name (the 0.3 client's only `index` instance).
+pub const ARCHIVE_INSTANCE: &str = "index";
+
+/// One Durable Object instance a facade call addresses.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Target {
+    /// IndexDO `index` (env `WORKFLOW_INDEX`): pre-upgrade data and arbitrary keys.
+    Archive,
+    /// RunCatalogDO `run-catalog:v1:XX` (env `WORKFLOW_RUN_CATALOG`).
+    Catalog(String),
+    /// HookTokenDO `hook-token:v1:XX` (env `WORKFLOW_HOOK_TOKENS`).
+    HookTokens(String),
+    /// HookIdDO `hook-id:v1:XX` (env `WORKFLOW_HOOK_IDS`).
+    HookIds(String),
+}
+
+impl Target {
+    /// The env binding of the target's class.
+    pub fn env_binding(&self) -> &'static str {
+        match self {
+            Target::Archive => "WORKFLOW_INDEX",
+            Target::Catalog(_) => crate::catalog::ENV_BINDING,
+            Target::HookTokens(_) => crate::hook_token::FAMILY.env_binding(),
+            Target::HookIds(_) => crate::hook_id::FAMILY.env_binding(),
+        }
+    }
+
+    /// The instance name.
+    pub fn instance(&self) -> &str {
+        match self {
+            Target::Archive => ARCHIVE_INSTANCE,
+            Target::Catalog(name) | Target::HookTokens(name) | Target::HookIds(name) => name,
+        }
+    }
+}
+
+/// How one 0.3 `index` call is served.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Route {
+    /// Forward the call unchanged to the archive.
+    Archive,
+    /// `get` of a run key: ask the catalog shards with `list({prefix: key, limit: 1})` —
+    /// the home shard (first in `order`), on a miss the other 15 (concurrently is fine) —
+    /// then the archive with `get(key)`; the first hit ([`run_get_hit`]) is the answer,
+    /// else `null`.
+    RunGet { key: String, order: Vec<Target> },
+    /// `get` of a hook key: `get(natural key)` on that shard; its answer is the answer.
+    HookGet { target: Target, key: String },
+    /// `putOwned` of a run key: ask `runs/<runId>.getLifecycleStatus()`; `expired` →
+    /// `{stored:false}`; otherwise `upsertKey(runId, key, value)` on the target.
+    PutRun { target: Target, run_id: String, key: String, value: Value },
+    /// Answer `{stored:true}` without writing.
+    Discard,
+    /// `list` over the catalog: [`list::MergedList`].
+    List(list::MergedList),
+    /// `reserveHookToken`: [`LegacyHook::reserve_token`], [`LegacyHook::after_token`], …
+    ReserveHookToken(LegacyHook),
+    /// `finalizeHookIndexes`: [`LegacyHook::finalize_token`], then maybe
+    /// [`LegacyHook::publish_hook_id`]; answers `null`.
+    FinalizeHookIndexes { hook: LegacyHook, serialized: Value },
+    /// `releaseHookToken`: [`LegacyHook::release_reservation`]; answers `null`.
+    ReleaseHookToken(LegacyHook),
+    /// `deleteHookIndexes`: [`LegacyHook::delete_indexes`]; answers `null`.
+    DeleteHookIndexes(LegacyHook),
+}
+
+/// Key families the facade tells apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyFamily {
+    Run,
+    HookToken,
+    HookId,
+    Correlation,
+    Other,
+}
+
+/// The family of a 0.3 index key.
+pub fn key_family(key: &str) -> KeyFamily {
+    if key.starts_with("run:") || key.starts_with("runall:") {
+        KeyFamily::Run
+    } else if key.starts_with("hookid:") {
+        KeyFamily::HookId
+    } else if key.starts_with("hook:") {
+        KeyFamily::HookToken
+    } else if key.starts_with("correlation:") {
+        KeyFamily::Correlation
+    } else {
+        KeyFamily::Other
+    }
+}
+
+/// Decide one 0.3 `index` call. `with_archive` makes run reads also consult the archive
+/// (until the migration has emptied it of run keys).
+pub fn route(method: &str, args: &[Value], with_archive: bool) -> Result<Route, RpcError> {
+    let arg = |i: usize| args.get(i);
+    match method {
+        "get" => Ok(route_get(&js::to_js_string(arg(0)), with_archive)),
+        "putOwned" => {
+            let key = js::to_js_string(arg(1));
+            match key_family(&key) {
+                KeyFamily::Run => {
+                    let run_id = js::to_js_string(arg(0));
+                    let target = Target::Catalog(shard::run_catalog(&run_id));
+                    Ok(Route::PutRun { target, run_id, key, value: arg(2).cloned().unwrap_or(Value::Null) })
+                }
+                KeyFamily::Correlation => Ok(Route::Discard),
+                _ => Ok(Route::Archive),
+            }
+        }
+        "list" => Ok(match list::plan(arg(0), with_archive)? {
+            ListRoute::Merged(plan) => Route::List(plan),
+            ListRoute::Archive => Route::Archive,
+        }),
+        "reserveHookToken" => {
+            let owner = Owner::from_arg(arg(1))?;
+            Ok(Route::ReserveHookToken(LegacyHook::new(js::to_js_string(arg(0)), owner.hook_id.clone(), owner)))
+        }
+        "finalizeHookIndexes" => {
+            let owner = Owner::from_arg(arg(3))?;
+            let hook = LegacyHook::new(js::to_js_string(arg(0)), js::to_js_string(arg(1)), owner);
+            Ok(Route::FinalizeHookIndexes { hook, serialized: arg(2).cloned().unwrap_or(Value::Null) })
+        }
+        "releaseHookToken" => {
+            let owner = Owner::from_arg(arg(1))?;
+            Ok(Route::ReleaseHookToken(LegacyHook::new(js::to_js_string(arg(0)), owner.hook_id.clone(), owner)))
+        }
+        "deleteHookIndexes" => {
+            let owner = Owner::from_arg(arg(2))?;
+            Ok(Route::DeleteHookIndexes(LegacyHook::new(js::to_js_string(arg(0)), js::to_js_string(arg(1)), owner)))
+        }
+        "put" | "delete" | "expireRun" => Ok(Route::Archive),
+        other => Err(RpcError::type_error(format!("IndexDO.{other} is not a function"))),
+    }
+}
+
+fn route_get(key: &str, with_archive: bool) -> Route {
+    match key_family(key) {
+        KeyFamily::Run => {
+            // Client-minted run ids contain no `:`; the id is what follows the last one.
+            let run_id = key.rsplit(':').next().unwrap_or_default();
+            let home = shard::run_catalog(run_id);
+            let mut order = vec![Target::Catalog(home.clone())];
+            order.extend(shard::all_run_catalogs().into_iter().filter(|name| *name != home).map(Target::Catalog));
+            if with_archive {
+                order.push(Target::Archive);
+            }
+            Route::RunGet { key: key.to_string(), order }
+        }
+        KeyFamily::HookToken => {
+            let token = key.strip_prefix("hook:").unwrap_or_default();
+            Route::HookGet { target: Target::HookTokens(shard::hook_token(token)), key: token.to_string() }
+        }
+        KeyFamily::HookId => {
+            let hook_id = key.strip_prefix("hookid:").unwrap_or_default();
+            Route::HookGet { target: Target::HookIds(shard::hook_id(hook_id)), key: hook_id.to_string() }
+        }
+        KeyFamily::Correlation | KeyFamily::Other => Route::Archive,
+    }
+}
+
+/// The `list` options a [`Route::RunGet`] sends to a catalog shard.
+pub fn run_get_options(key: &str) -> Value {
+    Value::object([("prefix", Value::str(key)), ("limit", Value::num(1))])
+}
+
+/// The value of `key` in a catalog shard's page for [`run_get_options`], if it is there.
+pub fn run_get_hit(key: &str, page: &Value) -> Option<Value> {
+    let first = page.get("keys")?.as_array()?.first()?;
+    (first.get("name")?.as_str()? == key).then(|| first.get("value").cloned())?
+}
+
+/// Whether a lifecycle status refuses a legacy `putOwned` (the authoritative check that
+/// replaces the publication lease the 0.3 client does not send).
+pub fn refuses_put(lifecycle_status: &Value) -> bool {
+    lifecycle_status.as_str() == Some("expired")
+}

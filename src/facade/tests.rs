@@ -1,0 +1,607 @@
+//! The facade table case by case, the merged `list` against real catalog shards (0.3
+//! cursor quirks, UTF-8 order, gap-free paging), and the legacy hook methods executed
+//! against the real hook shard cores.
+
+use std::collections::BTreeMap;
+
+use super::hooks::{legacy_claim_id, LegacyHook, Reserve, ShardCall};
+use super::list::{merge, MergedList};
+use super::*;
+use crate::config::Config;
+use crate::hook_shard::driver;
+use crate::hook_shard::testing::{block_on, hook_json, owner, s, Host, World};
+use crate::hook_shard::Family;
+use crate::hop::{Args, Ctx};
+use crate::store::alarm::Alarm;
+use crate::store::MemoryStore;
+
+const T0: i64 = 1_767_323_045_000;
+
+fn opts(members: &[(&str, Value)]) -> Value {
+    Value::object(members.iter().cloned())
+}
+
+// ---- the table --------------------------------------------------------------------------
+
+#[test]
+fn get_routes_by_key_family() {
+    let Ok(Route::RunGet { key, order }) = route("get", &[s("run:wf:0000000000001:wrun_same")], false) else { panic!("run get") };
+    assert_eq!(key, "run:wf:0000000000001:wrun_same");
+    assert_eq!(order.len(), 16);
+    assert_eq!(order.first(), Some(&Target::Catalog("run-catalog:v1:0e".into())), "the home shard first");
+    let Ok(Route::RunGet { order, .. }) = route("get", &[s("runall:0000000000001:wrun_same")], true) else { panic!("runall get") };
+    assert_eq!((order.len(), order.last()), (17, Some(&Target::Archive)), "archive last while migrating");
+
+    assert_eq!(
+        route("get", &[s("hook:token_same")], false),
+        Ok(Route::HookGet { target: Target::HookTokens("hook-token:v1:11".into()), key: "token_same".into() })
+    );
+    assert_eq!(
+        route("get", &[s("hookid:hook_same")], false),
+        Ok(Route::HookGet { target: Target::HookIds("hook-id:v1:19".into()), key: "hook_same".into() })
+    );
+    for other in ["hookclaim:tok", "expired:wrun_1", "correlation:x", "kv:a", "golden:a", "run", ""] {
+        assert_eq!(route("get", &[s(other)], true), Ok(Route::Archive), "{other}");
+    }
+    assert_eq!(route("get", &[], false), Ok(Route::Archive), "undefined → \"undefined\"");
+}
+
+#[test]
+fn put_owned_routes_by_key_family() {
+    let meta = s(r#"{"runId":"wrun_same"}"#);
+    assert_eq!(
+        route("putOwned", &[s("wrun_same"), s("runall:0000000000001:wrun_same"), meta.clone()], false),
+        Ok(Route::PutRun {
+            target: Target::Catalog("run-catalog:v1:0e".into()),
+            run_id: "wrun_same".into(),
+            key: "runall:0000000000001:wrun_same".into(),
+            value: meta.clone(),
+        })
+    );
+    assert_eq!(route("putOwned", &[s("wrun_same"), s("correlation:c:1:e:wrun_same"), meta.clone()], false), Ok(Route::Discard));
+    assert_eq!(route("putOwned", &[s("wrun_same"), s("kv:x"), meta], false), Ok(Route::Archive));
+    assert!(refuses_put(&s("expired")));
+    assert!(!refuses_put(&s("terminal")) && !refuses_put(&s("active")) && !refuses_put(&s("missing")));
+}
+
+#[test]
+fn archive_methods_and_unknown_ones() {
+    for method in ["put", "delete", "expireRun"] {
+        assert_eq!(route(method, &[s("run:wf:1:wrun_1"), s("v")], false), Ok(Route::Archive), "{method}");
+    }
+    assert_eq!(route("list", &[opts(&[("prefix", s("kv:"))])], true), Ok(Route::Archive));
+    assert_eq!(route("list", &[], true), Ok(Route::Archive), "no prefix: everything, which only the archive can answer");
+    assert_eq!(route("nope", &[], false), Err(RpcError::type_error("IndexDO.nope is not a function")));
+}
+
+#[test]
+fn hook_methods_use_the_deterministic_legacy_claim() {
+    let me = owner("wrun/1", "hook:1");
+    assert_eq!(legacy_claim_id(&me), "legacy:wrun%2F1:hook%3A1");
+    let Ok(Route::ReserveHookToken(hook)) = route("reserveHookToken", &[s("tok"), me.to_value()], false) else { panic!() };
+    assert_eq!((hook.token.as_str(), hook.hook_id.as_str(), hook.claim_id.as_str()), ("tok", "hook:1", "legacy:wrun%2F1:hook%3A1"));
+    assert_eq!(hook.reserve_token().target, Target::HookTokens(crate::shard::hook_token("tok")));
+    assert_eq!(hook.reserve_hook_id().target, Target::HookIds(crate::shard::hook_id("hook:1")));
+    let Ok(Route::FinalizeHookIndexes { hook, serialized }) =
+        route("finalizeHookIndexes", &[s("tok"), s("other_id"), s("{}"), me.to_value()], false)
+    else {
+        panic!()
+    };
+    assert_eq!((hook.hook_id.as_str(), serialized), ("other_id", s("{}")));
+    assert!(matches!(route("releaseHookToken", &[s("tok"), me.to_value()], false), Ok(Route::ReleaseHookToken(_))));
+    let Ok(Route::DeleteHookIndexes(hook)) = route("deleteHookIndexes", &[s("tok"), s("h2"), me.to_value()], false) else { panic!() };
+    let calls = hook.delete_indexes();
+    assert_eq!(calls.len(), 2);
+    assert_eq!(calls.get(1).map(|c| c.target.clone()), Some(Target::HookIds(crate::shard::hook_id("h2"))));
+    assert_eq!(route("reserveHookToken", &[s("tok")], false).unwrap_err().message, "Cannot read properties of undefined (reading 'runId')");
+}
+
+#[test]
+fn targets_name_their_bindings() {
+    assert_eq!((Target::Archive.env_binding(), Target::Archive.instance()), ("WORKFLOW_INDEX", "index"));
+    assert_eq!(Target::Catalog("run-catalog:v1:00".into()).env_binding(), "WORKFLOW_RUN_CATALOG");
+    assert_eq!(Target::HookTokens("x".into()).env_binding(), "WORKFLOW_HOOK_TOKENS");
+    assert_eq!(Target::HookIds("hook-id:v1:00".into()).instance(), "hook-id:v1:00");
+}
+
+// ---- list over real catalog shards ------------------------------------------------------
+
+struct Catalogs {
+    shards: BTreeMap<String, MemoryStore>,
+    archive: MemoryStore,
+    config: Config,
+}
+
+impl Catalogs {
+    fn new() -> Catalogs {
+        Catalogs { shards: BTreeMap::new(), archive: MemoryStore::new(), config: Config::default() }
+    }
+
+    fn shard_call(&mut self, name: &str, method: &str, args: Vec<Value>) -> Value {
+        let ctx = Ctx { now: T0, name, config: &self.config };
+        let store = self.shards.entry(name.to_string()).or_default();
+        store
+            .transaction(|st| crate::catalog::call(st, &ctx, &mut Alarm::unknown(), method, Args(&args)))
+            .unwrap_or_else(|e| panic!("{e:?}"))
+    }
+
+    fn archive_call(&mut self, method: &str, args: Vec<Value>) -> Result<Value, RpcError> {
+        let ctx = Ctx { now: T0, name: "index", config: &self.config };
+        self.archive.transaction(|st| crate::index::call(st, &ctx, method, Args(&args)))
+    }
+
+    /// The 0.3 `putOwned` through the facade (the run is active).
+    fn put_owned(&mut self, run_id: &str, key: &str) {
+        let args = [s(run_id), s(key), s(&format!(r#"{{"runId":"{run_id}"}}"#))];
+        match route("putOwned", &args, false) {
+            Ok(Route::PutRun { target, run_id, key, value }) => {
+                let answer = self.shard_call(target.instance(), "upsertKey", vec![s(&run_id), s(&key), value]);
+                assert_eq!(answer.get("stored"), Some(&Value::Bool(true)));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// The 0.3 `list` through the facade.
+    fn list(&mut self, options: Value, with_archive: bool) -> Result<Value, RpcError> {
+        match route("list", std::slice::from_ref(&options), with_archive)? {
+            Route::List(plan) => {
+                let pages: Vec<Value> = plan
+                    .sources
+                    .clone()
+                    .into_iter()
+                    .map(|target| match target {
+                        Target::Archive => self.archive_call("list", vec![plan.options.clone()]),
+                        other => Ok(self.shard_call(other.instance(), "list", vec![plan.options.clone()])),
+                    })
+                    .collect::<Result<_, _>>()?;
+                merge(&plan, &pages)
+            }
+            Route::Archive => self.archive_call("list", vec![options]),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// The 0.3 `get` through the facade.
+    fn get(&mut self, key: &str) -> Value {
+        let Ok(Route::RunGet { key, order }) = route("get", &[s(key)], true) else { panic!("not a run key") };
+        for target in order {
+            let hit = match target {
+                Target::Archive => self.archive_call("get", vec![s(&key)]).ok().filter(|v| !v.is_null()),
+                other => run_get_hit(&key, &self.shard_call(other.instance(), "list", vec![run_get_options(&key)])),
+            };
+            if let Some(value) = hit {
+                return value;
+            }
+        }
+        Value::Null
+    }
+}
+
+fn names(page: &Value) -> Vec<String> {
+    let keys = page.get("keys").and_then(Value::as_array).cloned().unwrap_or_default();
+    keys.iter().map(|k| k.get("name").and_then(Value::as_str).unwrap_or("?").to_string()).collect()
+}
+
+fn filled(n: usize) -> (Catalogs, Vec<String>) {
+    let mut c = Catalogs::new();
+    let mut all = Vec::new();
+    for i in 0..n {
+        let run = format!("wrun_{i:03}");
+        let key = format!("runall:{:013}:{run}", 1000 + i);
+        c.put_owned(&run, &key);
+        c.put_owned(&run, &format!("run:wf:{:013}:{run}", 1000 + i));
+        all.push(key);
+    }
+    (c, all)
+}
+
+#[test]
+fn merged_pagination_is_gap_free_forward_and_reverse() {
+    let (mut c, all) = filled(40);
+    assert!(c.shards.len() > 8, "runs spread over the shards");
+    for reverse in [false, true] {
+        let mut seen = Vec::new();
+        let mut cursor: Option<Value> = None;
+        loop {
+            let mut o = vec![("prefix", s("runall:")), ("limit", Value::num(7)), ("reverse", Value::Bool(reverse))];
+            if let Some(c) = cursor.take() {
+                o.push(("cursor", c));
+            }
+            let page = c.list(opts(&o), false).unwrap_or_else(|e| panic!("{e:?}"));
+            let got = names(&page);
+            assert!(got.len() <= 7);
+            seen.extend(got.iter().cloned());
+            if page.get("list_complete") == Some(&Value::Bool(true)) {
+                assert_eq!(page.get("cursor"), None);
+                break;
+            }
+            assert_eq!(page.get("cursor").cloned(), got.last().map(|n| s(n)), "cursor = last name");
+            cursor = page.get("cursor").cloned();
+        }
+        let mut expected = all.clone();
+        if reverse {
+            expected.reverse();
+        }
+        assert_eq!(seen, expected, "reverse={reverse}");
+    }
+    // Values are not part of the 0.3 page.
+    let page = c.list(opts(&[("prefix", s("run:wf:")), ("limit", Value::num(1))]), false).unwrap_or(Value::Null);
+    assert_eq!(
+        page.get("keys").and_then(Value::as_array).and_then(|k| k.first()).cloned(),
+        Some(Value::object([("name", s("run:wf:0000000001000:wrun_000"))]))
+    );
+}
+
+#[test]
+fn exactly_limit_remaining_is_complete_and_default_limit_is_1000() {
+    let (mut c, all) = filled(5);
+    let page = c.list(opts(&[("prefix", s("runall:")), ("limit", Value::num(5))]), false).unwrap_or(Value::Null);
+    assert_eq!((names(&page), page.get("list_complete"), page.get("cursor")), (all.clone(), Some(&Value::Bool(true)), None));
+    let page = c.list(opts(&[("prefix", s("runall:")), ("limit", Value::Null)]), false).unwrap_or(Value::Null);
+    assert_eq!(names(&page).len(), 5);
+    let Ok(Route::List(plan)) = route("list", &[opts(&[("prefix", s("runall:"))])], false) else { panic!() };
+    assert_eq!((plan.limit, plan.options.get("limit")), (1000, Some(&Value::num(1001))));
+    let Ok(Route::List(plan)) = route("list", &[opts(&[("prefix", s("runall:")), ("limit", Value::num(5000))])], false) else { panic!() };
+    assert_eq!(plan.limit, 1000, "served 1000 at a time");
+}
+
+#[test]
+fn zero_negative_and_string_limits_follow_javascript() {
+    let (mut c, _) = filled(3);
+    let zero = c.list(opts(&[("prefix", s("runall:")), ("limit", Value::num(0))]), false).unwrap_or(Value::Null);
+    assert_eq!(zero, Value::object([("keys", Value::Array(vec![])), ("list_complete", Value::Bool(false))]));
+    assert_eq!(c.list(opts(&[("prefix", s("runall:")), ("limit", Value::num(-1))]), false), Err(RpcError::list_limit()));
+    assert_eq!(c.list(opts(&[("prefix", s("runall:")), ("limit", s("-5"))]), false), Err(RpcError::list_limit()));
+    let two = c.list(opts(&[("prefix", s("runall:")), ("limit", s("2"))]), false).unwrap_or(Value::Null);
+    assert_eq!((names(&two).len(), two.get("list_complete")), (2, Some(&Value::Bool(false))));
+    let frac = c.list(opts(&[("prefix", s("runall:")), ("limit", Value::num(2.5))]), false).unwrap_or(Value::Null);
+    assert_eq!(names(&frac).len(), 2);
+}
+
+#[test]
+fn a_null_cursor_is_the_string_null() {
+    let (mut c, all) = filled(3);
+    // Every `runall:` key sorts above "null": forward lists them all, reverse none.
+    let forward = c.list(opts(&[("prefix", s("runall:")), ("cursor", Value::Null)]), false).unwrap_or(Value::Null);
+    assert_eq!(names(&forward), all);
+    let back =
+        c.list(opts(&[("prefix", s("runall:")), ("cursor", Value::Null), ("reverse", Value::Bool(true))]), false).unwrap_or(Value::Null);
+    assert_eq!(back, Value::object([("keys", Value::Array(vec![])), ("list_complete", Value::Bool(true))]));
+    let Ok(Route::List(plan)) = route("list", &[opts(&[("prefix", s("run:")), ("cursor", Value::Null)])], false) else { panic!() };
+    assert_eq!(plan.options.get("cursor"), Some(&s("null")));
+    let Ok(Route::List(plan)) = route("list", &[opts(&[("prefix", s("run:"))])], false) else { panic!() };
+    assert_eq!(plan.options.get("cursor"), None, "only an absent cursor means from the start");
+}
+
+#[test]
+fn merge_order_is_utf8_bytes() {
+    let mut c = Catalogs::new();
+    for (run, wf) in [("wrun_a", "a"), ("wrun_b", "B"), ("wrun_c", "\u{e000}"), ("wrun_d", "\u{1f600}")] {
+        c.put_owned(run, &format!("run:{wf}:0000000000001:{run}"));
+    }
+    let page = c.list(opts(&[("prefix", s("run:"))]), false).unwrap_or(Value::Null);
+    assert_eq!(
+        names(&page),
+        [
+            "run:B:0000000000001:wrun_b",
+            "run:a:0000000000001:wrun_a",
+            "run:\u{e000}:0000000000001:wrun_c",
+            "run:\u{1f600}:0000000000001:wrun_d"
+        ]
+    );
+}
+
+#[test]
+fn the_archive_is_read_through_while_migrating() {
+    let (mut c, _) = filled(2);
+    let legacy = "runall:0000000000500:wrun_legacy";
+    c.archive_call("put", vec![s(legacy), s(r#"{"runId":"wrun_legacy"}"#)]).ok();
+    let with = c.list(opts(&[("prefix", s("runall:"))]), true).unwrap_or(Value::Null);
+    assert_eq!(names(&with).first().map(String::as_str), Some(legacy));
+    assert_eq!(names(&with).len(), 3);
+    let without = c.list(opts(&[("prefix", s("runall:"))]), false).unwrap_or(Value::Null);
+    assert_eq!(names(&without).len(), 2);
+    assert_eq!(c.get(legacy), s(r#"{"runId":"wrun_legacy"}"#));
+    assert_eq!(c.get("runall:0000000001001:wrun_001"), s(r#"{"runId":"wrun_001"}"#));
+    assert_eq!(c.get("runall:0000000001001:wrun_404"), Value::Null);
+}
+
+#[test]
+fn a_run_get_finds_keys_on_a_foreign_shard_by_fanning_out() {
+    let mut c = Catalogs::new();
+    // A key whose trailing id is not the runId it was put under lives on that runId's shard.
+    let (run, key) = ("wrun_same", "run:wf:0000000000001:wrun_other");
+    c.put_owned(run, key);
+    assert_ne!(crate::shard::run_catalog("wrun_other"), crate::shard::run_catalog(run));
+    assert_eq!(c.get(key), s(r#"{"runId":"wrun_same"}"#));
+}
+
+#[test]
+fn merge_rejects_malformed_pages_and_drops_duplicates() {
+    let plan = MergedList { sources: vec![], options: Value::Null, limit: 10, reverse: false, with_values: false };
+    assert_eq!(merge(&plan, &[Value::Null]).unwrap_err().message, "malformed run catalog page");
+    let page =
+        Value::object([("keys", Value::Array(vec![Value::object([("name", s("runall:1"))])])), ("list_complete", Value::Bool(true))]);
+    let merged = merge(&plan, &[page.clone(), page]).unwrap_or(Value::Null);
+    assert_eq!(names(&merged), ["runall:1"]);
+}
+
+// ---- the hook methods over the real hook shards ------------------------------------------
+
+fn exec(w: &World, call: &ShardCall) -> Result<Value, RpcError> {
+    let (family, name) = match &call.target {
+        Target::HookTokens(name) => (Family::Token, name.clone()),
+        Target::HookIds(name) => (Family::Id, name.clone()),
+        other => panic!("not a hook shard: {other:?}"),
+    };
+    block_on(driver::call(&Host { world: w, family, name }, family, call.method, Args(&call.args)))
+}
+
+/// The facade's `reserveHookToken`, driven step by step.
+fn reserve(w: &World, token: &str, who: &crate::hook_shard::records::Owner) -> Result<Value, RpcError> {
+    let Ok(Route::ReserveHookToken(hook)) = route("reserveHookToken", &[s(token), who.to_value()], false) else { panic!() };
+    match hook.after_token(&exec(w, &hook.reserve_token())?)? {
+        Reserve::Answer(answer) => Ok(answer),
+        Reserve::ReserveHookId => match exec(w, &hook.reserve_hook_id()) {
+            Ok(answer) => {
+                let (cleanup, answer) = hook.after_hook_id(&answer)?;
+                cleanup.iter().for_each(|c| drop(exec(w, c)));
+                Ok(answer)
+            }
+            Err(e) => {
+                hook.after_hook_id_error().iter().for_each(|c| drop(exec(w, c)));
+                Err(e)
+            }
+        },
+    }
+}
+
+fn finalize(w: &World, token: &str, who: &crate::hook_shard::records::Owner) -> Result<Value, RpcError> {
+    let serialized = s(&hook_json(who, token));
+    let args = [s(token), s(&who.hook_id), serialized, who.to_value()];
+    let Ok(Route::FinalizeHookIndexes { hook, serialized }) = route("finalizeHookIndexes", &args, false) else { panic!() };
+    if LegacyHook::token_stored(&exec(w, &hook.finalize_token(&serialized))?) {
+        exec(w, &hook.publish_hook_id(&serialized))?;
+    }
+    Ok(Value::Null)
+}
+
+fn lookup(w: &World, key: &str) -> Value {
+    let Ok(Route::HookGet { target, key }) = route("get", &[s(key)], false) else { panic!() };
+    exec(w, &ShardCall { target, method: "get", args: vec![s(&key)] }).unwrap_or_else(|e| panic!("{e:?}"))
+}
+
+fn claimed() -> Result<Value, RpcError> {
+    Ok(Value::object([("claimed", Value::Bool(true))]))
+}
+
+fn held_by(holder: &crate::hook_shard::records::Owner) -> Result<Value, RpcError> {
+    Ok(Value::object([("claimed", Value::Bool(false)), ("holder", holder.to_value())]))
+}
+
+#[test]
+fn the_03_hook_lifecycle_over_the_shards() {
+    let w = World::new();
+    let (a, b) = (owner("wrun_a", "hook_a"), owner("wrun_b", "hook_b"));
+    w.set_run("wrun_a", "active");
+    w.set_run("wrun_b", "active");
+    assert_eq!(reserve(&w, "tok", &a), claimed());
+    assert_eq!(reserve(&w, "tok", &a), claimed(), "the same owner reserves again (its leftover claim is fine)");
+    assert_eq!(reserve(&w, "tok", &b), held_by(&a));
+    assert_eq!(finalize(&w, "tok", &a), Ok(Value::Null));
+    assert_eq!(lookup(&w, "hook:tok"), s(&hook_json(&a, "tok")));
+    assert_eq!(lookup(&w, "hookid:hook_a"), s(&hook_json(&a, "tok")));
+    assert_eq!(reserve(&w, "tok", &a), held_by(&a), "a published token is held even against its owner (0.3 rule)");
+    // A terminal run's token no longer resolves.
+    w.set_run("wrun_a", "terminal");
+    assert_eq!(lookup(&w, "hook:tok"), Value::Null);
+    // deleteHookIndexes frees the token for another run.
+    let Ok(Route::DeleteHookIndexes(hook)) = route("deleteHookIndexes", &[s("tok"), s("hook_a"), a.to_value()], false) else { panic!() };
+    for call in hook.delete_indexes() {
+        assert_eq!(exec(&w, &call), Ok(Value::object([("deleted", Value::num(1))])));
+    }
+    assert_eq!(reserve(&w, "tok", &b), claimed());
+}
+
+#[test]
+fn release_hook_token_drops_the_legacy_claims_on_both_shards() {
+    let w = World::new();
+    let (a, b) = (owner("wrun_a", "hook_a"), owner("wrun_b", "hook_b"));
+    assert_eq!(reserve(&w, "tok", &a), claimed());
+    let Ok(Route::ReleaseHookToken(hook)) = route("releaseHookToken", &[s("tok"), a.to_value()], false) else { panic!() };
+    for call in hook.release_reservation() {
+        assert_eq!(exec(&w, &call), Ok(Value::Null));
+    }
+    assert!(w.keys(Family::Token, "tok").is_empty() && w.keys(Family::Id, "hook_a").is_empty());
+    assert_eq!(reserve(&w, "tok", &b), claimed());
+}
+
+#[test]
+fn a_hook_id_held_elsewhere_refuses_and_releases_the_token_claim() {
+    let w = World::new();
+    let (a, b) = (owner("wrun_a", "hook_same"), owner("wrun_b", "hook_same"));
+    assert_eq!(reserve(&w, "tok_a", &a), claimed());
+    assert_eq!(reserve(&w, "tok_b", &b), held_by(&a));
+    assert!(w.keys(Family::Token, "tok_b").is_empty());
+    // A failing hook-id shard releases the token claim and rethrows.
+    *w.failing.borrow_mut() = Some(Family::Id.shard("hook_c"));
+    assert!(reserve(&w, "tok_c", &owner("wrun_c", "hook_c")).is_err());
+    *w.failing.borrow_mut() = None;
+    assert!(w.keys(Family::Token, "tok_c").is_empty());
+}
+
+#[test]
+fn a_put_for_an_expired_run_is_refused_before_the_catalog() {
+    let Ok(Route::PutRun { .. }) = route("putOwned", &[s("wrun_x"), s("run:wf:1:wrun_x"), s("{}")], false) else { panic!() };
+    assert!(refuses_put(&s("expired")));
+    // The catalog's own fence refuses too (the lifecycle check can race the expiry).
+    let mut c = Catalogs::new();
+    let home = crate::shard::run_catalog("wrun_x");
+    let keys = Value::Array(vec![s("run:wf:1:wrun_x"), s("runall:1:wrun_x")]);
+    c.shard_call(&home, "expireRun", vec![s("wrun_x"), keys, Value::num(T0 as f64)]);
+    let answer = c.shard_call(&home, "upsertKey", vec![s("wrun_x"), s("run:wf:1:wrun_x"), s("{}")]);
+    assert_eq!(answer, Value::object([("stored", Value::Bool(false))]));
+}
+
+// ---- the driver, end to end over every real core -----------------------------------------
+
+use std::cell::RefCell;
+
+use super::driver::{self as facade_driver, FacadeHost};
+
+/// Catalog shards and the archive on in-memory stores, the hook shards and run statuses of
+/// a hook-shard [`World`].
+struct Fleet {
+    catalogs: RefCell<Catalogs>,
+    world: World,
+    calls: RefCell<Vec<String>>,
+}
+
+impl FacadeHost for Fleet {
+    async fn call(&self, target: &Target, method: &str, args: Vec<Value>) -> Result<Value, RpcError> {
+        self.calls.borrow_mut().push(format!("{}/{}.{method}", target.env_binding(), target.instance()));
+        match target {
+            Target::Archive => self.catalogs.borrow_mut().archive_call(method, args),
+            Target::Catalog(name) => {
+                let mut catalogs = self.catalogs.borrow_mut();
+                let config = Config::default();
+                let ctx = Ctx { now: self.world.now.get(), name, config: &config };
+                let store = catalogs.shards.entry(name.clone()).or_default();
+                store.transaction(|st| crate::catalog::call(st, &ctx, &mut Alarm::unknown(), method, Args(&args)))
+            }
+            hook => exec(&self.world, &ShardCall { target: hook.clone(), method: leak(method), args }),
+        }
+    }
+
+    async fn lifecycle_status(&self, run_id: &str) -> Result<Value, RpcError> {
+        Ok(s(self.world.runs.borrow().get(run_id).map_or("missing", String::as_str)))
+    }
+}
+
+/// Shard method names are `'static` in [`ShardCall`]; the test host only forwards known ones.
+fn leak(method: &str) -> &'static str {
+    ["get", "reserve", "finalize", "publish", "releaseClaim", "releaseBatch", "claimOf"]
+        .into_iter()
+        .find(|m| *m == method)
+        .unwrap_or("unknown")
+}
+
+impl Fleet {
+    fn new() -> Fleet {
+        Fleet { catalogs: RefCell::new(Catalogs::new()), world: World::new(), calls: RefCell::new(Vec::new()) }
+    }
+
+    fn index(&self, method: &str, args: Vec<Value>) -> Result<Value, RpcError> {
+        block_on(facade_driver::call(self, method, args, true))
+    }
+}
+
+#[test]
+fn driver_serves_the_03_client_sequence() {
+    let f = Fleet::new();
+    let me = owner("wrun_same", "hook_same");
+    f.world.set_run("wrun_same", "active");
+    let meta = s(r#"{"runId":"wrun_same","createdAt":"2026-01-02T03:04:05.000Z","status":"pending"}"#);
+    let run_key = "run:wf:1767323045000:wrun_same";
+    let all_key = "runall:1767323045000:wrun_same";
+    for key in [run_key, all_key] {
+        assert_eq!(f.index("putOwned", vec![s("wrun_same"), s(key), meta.clone()]), Ok(Value::object([("stored", Value::Bool(true))])));
+    }
+    assert_eq!(
+        f.index("putOwned", vec![s("wrun_same"), s("correlation:c:1:e:wrun_same"), s("{}")]),
+        Ok(Value::object([("stored", Value::Bool(true))]))
+    );
+    f.calls.borrow_mut().clear();
+    let page = f.index("list", vec![opts(&[("prefix", s("runall:")), ("limit", Value::num(50))])]).unwrap_or(Value::Null);
+    assert_eq!(
+        page,
+        Value::object([("keys", Value::Array(vec![Value::object([("name", s(all_key))])])), ("list_complete", Value::Bool(true))])
+    );
+    assert_eq!(f.calls.borrow().len(), 17, "16 catalog shards and the archive");
+    f.calls.borrow_mut().clear();
+    assert_eq!(f.index("get", vec![s(all_key)]), Ok(meta.clone()));
+    assert_eq!(*f.calls.borrow(), ["WORKFLOW_RUN_CATALOG/run-catalog:v1:0e.list"], "one call: the home shard");
+
+    // Hooks: reserve, finalize, read by token and by id, delete.
+    assert_eq!(f.index("reserveHookToken", vec![s("token_same"), me.to_value()]), Ok(Value::object([("claimed", Value::Bool(true))])));
+    let serialized = s(&hook_json(&me, "token_same"));
+    assert_eq!(f.index("finalizeHookIndexes", vec![s("token_same"), s("hook_same"), serialized.clone(), me.to_value()]), Ok(Value::Null));
+    assert_eq!(f.index("get", vec![s("hook:token_same")]), Ok(serialized.clone()));
+    assert_eq!(f.index("get", vec![s("hookid:hook_same")]), Ok(serialized));
+    assert_eq!(f.index("deleteHookIndexes", vec![s("token_same"), s("hook_same"), me.to_value()]), Ok(Value::Null));
+    assert_eq!(f.index("get", vec![s("hook:token_same")]), Ok(Value::Null));
+    assert_eq!(f.index("releaseHookToken", vec![s("token_same"), me.to_value()]), Ok(Value::Null));
+
+    // Arbitrary keys stay in the archive.
+    assert_eq!(f.index("put", vec![s("kv:a"), s("1")]), Ok(Value::Null));
+    assert_eq!(f.index("get", vec![s("kv:a")]), Ok(s("1")));
+    assert_eq!(
+        f.index("list", vec![opts(&[("prefix", s("kv:"))])]),
+        Ok(Value::object([("keys", Value::Array(vec![Value::object([("name", s("kv:a"))])])), ("list_complete", Value::Bool(true))]))
+    );
+}
+
+#[test]
+fn driver_refuses_puts_for_expired_runs_and_falls_back_on_get_misses() {
+    let f = Fleet::new();
+    f.world.set_run("wrun_x", "expired");
+    assert_eq!(f.index("putOwned", vec![s("wrun_x"), s("runall:1:wrun_x"), s("{}")]), Ok(Value::object([("stored", Value::Bool(false))])));
+    assert!(f.catalogs.borrow().shards.values().all(|st| st.data.is_empty()));
+    // A legacy entry only the archive holds.
+    f.index("put", vec![s("runall:0000000000001:wrun_old"), s("{\"runId\":\"wrun_old\"}")]).ok();
+    f.calls.borrow_mut().clear();
+    assert_eq!(f.index("get", vec![s("runall:0000000000001:wrun_old")]), Ok(s("{\"runId\":\"wrun_old\"}")));
+    assert_eq!(f.calls.borrow().len(), 17, "home, the other 15, the archive");
+    assert_eq!(f.index("get", vec![s("runall:0000000000001:wrun_none")]), Ok(Value::Null));
+}
+
+#[test]
+fn driver_releases_the_token_claim_when_the_hook_id_is_held() {
+    let f = Fleet::new();
+    let (a, b) = (owner("wrun_a", "hook_same"), owner("wrun_b", "hook_same"));
+    assert_eq!(f.index("reserveHookToken", vec![s("tok_a"), a.to_value()]), Ok(Value::object([("claimed", Value::Bool(true))])));
+    let refused = f.index("reserveHookToken", vec![s("tok_b"), b.to_value()]);
+    assert_eq!(refused, Ok(Value::object([("claimed", Value::Bool(false)), ("holder", a.to_value())])));
+    assert!(f.world.keys(Family::Token, "tok_b").is_empty());
+}
+
+#[test]
+fn the_04_runs_list_merge_keeps_values_and_clamps() {
+    use super::list::plan_runs_list;
+    let (mut c, all) = filled(9);
+    let plan = plan_runs_list(Some(&opts(&[("prefix", s("runall:")), ("limit", Value::num(4.7)), ("extra", s("kept"))])));
+    assert_eq!((plan.limit, plan.sources.len()), (4, 16));
+    assert_eq!(plan.options.get("limit"), Some(&Value::num(5)));
+    assert_eq!(plan.options.get("extra"), Some(&s("kept")), "the caller's options pass through");
+    assert_eq!(plan_runs_list(None).limit, 1000);
+    assert_eq!(plan_runs_list(Some(&opts(&[("limit", Value::num(0))]))).limit, 1);
+    assert_eq!(plan_runs_list(Some(&opts(&[("limit", Value::num(1e9))]))).limit, 1000);
+    assert_eq!(plan_runs_list(Some(&opts(&[("limit", s("7"))]))).limit, 1000);
+    let pages: Vec<Value> = plan.sources.iter().map(|t| c.shard_call(t.instance(), "list", vec![plan.options.clone()])).collect();
+    let page = merge(&plan, &pages).unwrap_or(Value::Null);
+    assert_eq!(names(&page), all.get(..4).unwrap_or_default());
+    assert_eq!(page.get("cursor"), all.get(3).map(|n| s(n)).as_ref());
+    let first = page.get("keys").and_then(Value::as_array).and_then(|k| k.first()).cloned();
+    assert_eq!(first.and_then(|e| e.get("value").cloned()), Some(s(r#"{"runId":"wrun_000"}"#)));
+}
+
+#[test]
+fn driver_finalize_adopts_the_owners_claim_made_under_another_id() {
+    let f = Fleet::new();
+    let (a, b) = (owner("wrun_a", "hook_a"), owner("wrun_b", "hook_b"));
+    f.world.set_run("wrun_a", "active");
+    f.world.set_run("wrun_b", "active");
+    // The same run reserved through the 0.4 coordinator (random claim id) …
+    assert!(matches!(f.world.admit("tok", &a, "random-uuid"), Ok(crate::hook_shard::testing::Admission::Admitted { .. })));
+    // … and is finalized by a 0.3 client.
+    let serialized = s(&hook_json(&a, "tok"));
+    assert_eq!(f.index("finalizeHookIndexes", vec![s("tok"), s("hook_a"), serialized.clone(), a.to_value()]), Ok(Value::Null));
+    assert_eq!(f.index("get", vec![s("hook:tok")]), Ok(serialized.clone()));
+    assert_eq!(f.index("get", vec![s("hookid:hook_a")]), Ok(serialized));
+    // Another owner's claim is never adopted.
+    let c = owner("wrun_a", "hook_c");
+    assert!(matches!(f.world.admit("tok2", &c, "x"), Ok(crate::hook_shard::testing::Admission::Admitted { .. })));
+    let theirs = f.index("finalizeHookIndexes", vec![s("tok2"), s("hook_b"), s(&hook_json(&b, "tok2")), b.to_value()]);
+    assert_eq!(theirs, Err(RpcError::error("Hook token tok2 is reserved by another hook")));
+}

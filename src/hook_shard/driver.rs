@@ -1,0 +1,83 @@
+//! The lifecycle-checked methods (`get`, and `finalize`/`publish`), which ask the owner's
+//! run DO `getLifecycleStatus()` (an asynchronous DO-to-DO call) around their storage
+//! work. Generic over [`ShardHost`], so the wasm shell runs them against real Durable
+//! Objects and the native tests against a fake run DO. [`call`] dispatches every method
+//! of the class, the transactional ones through [`ShardHost::transact`].
+
+#![allow(async_fn_in_trait)] // hosts are single-threaded (wasm, tests): no Send bound wanted
+
+use super::claims::{read_record, release_owned};
+use super::family::Family;
+use super::publish::publish_step;
+use super::records::{natural_key, stored, string_arg, Owner};
+use crate::hop::Args;
+use crate::store::alarm::Alarm;
+use crate::store::Store;
+use crate::wire::router::Binding;
+use crate::wire::{RpcError, Value};
+
+/// The run DO method asked, and the answer that means "active".
+pub const LIFECYCLE_METHOD: &str = "getLifecycleStatus";
+pub const ACTIVE: &str = "active";
+/// What the shell's [`ShardHost::call`] throws when the runs namespace is not bound.
+pub const MISSING_RUNS_BINDING: &str = "world-celld hook index missing WORKFLOW_DB binding";
+
+/// What the lifecycle-checked methods need from their environment.
+pub trait ShardHost {
+    /// Run `f` as one storage transaction of this shard with a fresh clock reading (epoch
+    /// ms) and the object's current alarm. `Err` rolls it back; alarm changes apply after
+    /// commit.
+    async fn transact<T>(&self, f: impl FnOnce(&mut dyn Store, i64, &mut Alarm) -> Result<T, RpcError>) -> Result<T, RpcError>;
+    /// Call a method of another Durable Object (here: `runs`/`<runId>`/`getLifecycleStatus`).
+    async fn call(&self, binding: Binding, name: &str, method: &str, args: Vec<Value>) -> Result<Value, RpcError>;
+}
+
+/// `runIsActive(runId)`: `WorkflowRunDO(runId).getLifecycleStatus() === "active"`.
+pub async fn run_is_active<H: ShardHost>(host: &H, run_id: &str) -> Result<bool, RpcError> {
+    let status = host.call(Binding::Runs, run_id, LIFECYCLE_METHOD, Vec::new()).await?;
+    Ok(status.as_str() == Some(ACTIVE))
+}
+
+/// `get(K)` → the serialized hook, or `null` when absent, empty, or its run is not
+/// active (terminal, expired and missing runs hide their hooks at once). Not a
+/// transaction: a plain read, then the run DO call.
+pub async fn get<H: ShardHost>(host: &H, family: Family, args: Args<'_>) -> Result<Value, RpcError> {
+    let key = natural_key(args.raw(0));
+    let record = host.transact(|store, _, _| read_record(store, family, &key)).await?;
+    let Some(record) = record.filter(|text| !text.is_empty()) else { return Ok(Value::Null) };
+    let owner = Owner::from_serialized(&record)?;
+    Ok(if run_is_active(host, &owner.run_id).await? { Value::String(record) } else { Value::Null })
+}
+
+/// `finalize(token, serialized, owner, claimId?)` / `publish(hookId, serialized, owner, claimId?)`
+/// → `{stored}`. When the owner's run is not active, the owner's record and claim are
+/// released and nothing is published; otherwise [`publish_step`] runs in one transaction.
+pub async fn publish<H: ShardHost>(host: &H, family: Family, args: Args<'_>) -> Result<Value, RpcError> {
+    let key = natural_key(args.raw(0));
+    let owner = Owner::from_arg(args.raw(2))?;
+    if !run_is_active(host, &owner.run_id).await? {
+        let entries = [(key, owner)];
+        host.transact(|store, _, _| release_owned(store, family, &entries)).await?;
+        return Ok(stored(false));
+    }
+    let serialized = string_arg(args.raw(1), "serialized hook")?;
+    let claim_id = args.raw(3);
+    host.transact(|store, now, _| publish_step(store, family, now, &key, serialized, &owner, claim_id)).await
+}
+
+/// Is `method` one of the lifecycle-checked methods (which need [`call`] and a host)?
+pub fn is_lifecycle_checked(family: Family, method: &str) -> bool {
+    method == "get" || method == family.publish_method()
+}
+
+/// Dispatch any method of the class: the lifecycle-checked ones through the driver, the
+/// others as one transaction of [`super::call`].
+pub async fn call<H: ShardHost>(host: &H, family: Family, method: &str, args: Args<'_>) -> Result<Value, RpcError> {
+    if method == "get" {
+        get(host, family, args).await
+    } else if method == family.publish_method() {
+        publish(host, family, args).await
+    } else {
+        host.transact(|store, now, alarm| super::call(store, family, now, alarm, method, args)).await
+    }
+}
