@@ -12,6 +12,8 @@
 //   node scripts/build.mjs --dev      debug profile, no wasm-opt (fastest turnaround)
 //   node scripts/build.mjs --no-opt   release profile, skip wasm-opt
 //   node scripts/build.mjs --force    rebuild even if the inputs did not change
+//   node scripts/build.mjs --profiling release code with names kept (no minifying, wasm
+//                                     name section kept) for CPU profiles
 //
 // A build whose inputs (src/, Cargo.toml, Cargo.lock, build.rs, mode, tool versions) match
 // the stamp of the last successful build is skipped; `--force` or WORLD_CELLD_FORCE_BUILD=1
@@ -34,10 +36,11 @@ import {
 const args = process.argv.slice(2);
 const dev = args.includes("--dev");
 const noOpt = dev || args.includes("--no-opt");
+const profiling = args.includes("--profiling");
 const force = args.includes("--force") || process.env.WORLD_CELLD_FORCE_BUILD === "1";
 for (const a of args) {
-  if (!["--dev", "--no-opt", "--force"].includes(a)) {
-    console.error(`[build] unknown option ${a} (expected --dev, --no-opt, --force)`);
+  if (!["--dev", "--no-opt", "--force", "--profiling"].includes(a)) {
+    console.error(`[build] unknown option ${a} (expected --dev, --no-opt, --force, --profiling)`);
     process.exit(2);
   }
 }
@@ -84,7 +87,7 @@ function fingerprint() {
   }
   files.sort();
   const h = createHash("sha256");
-  h.update(JSON.stringify({ dev, noOpt, tools: tools.map((t) => `${t.name}@${t.version}`) }));
+  h.update(JSON.stringify({ dev, noOpt, profiling, tools: tools.map((t) => `${t.name}@${t.version}`) }));
   for (const f of files) {
     h.update(relative(ROOT, f));
     h.update("\0");
@@ -129,12 +132,13 @@ run(toolBinary(wasmBindgen), [
   "--target", "module",
   "--experimental-reset-state-function",
   ...(dev ? ["--debug", "--keep-debug"] : []),
+  ...(profiling ? ["--keep-debug"] : []),
 ]);
 const stagedWasm = join(staging, "index_bg.wasm");
 if (!noOpt) {
   // The features rustc's wasm32 target enables by default.
   const features = ["bulk-memory", "nontrapping-float-to-int", "sign-ext", "mutable-globals", "reference-types", "multivalue"];
-  run(wasmOpt, ["-O3", ...features.map((f) => `--enable-${f}`), stagedWasm, "-o", stagedWasm]);
+  run(wasmOpt, ["-O3", ...(profiling ? ["-g"] : []), ...features.map((f) => `--enable-${f}`), stagedWasm, "-o", stagedWasm]);
 }
 // The glue imports the module in the source phase (`import source`); workerd's module
 // loader gives a WebAssembly.Module for a plain import of a .wasm module.
@@ -146,7 +150,7 @@ run(esbuild, [
   "--external:cloudflare:*",
   "--format=esm",
   "--bundle",
-  ...(dev ? [] : ["--minify"]),
+  ...(dev || profiling ? [] : ["--minify"]),
   "./entry.mjs",
   "--outfile=bundle.js",
 ], { cwd: staging });

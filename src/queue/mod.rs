@@ -47,8 +47,11 @@ pub const CLASS: &str = "QueueDO";
 
 /// Does `method` need the current alarm time (the shell then reads it first)?
 pub fn reads_alarm(method: &str) -> bool {
-    matches!(method, "enqueue" | "stats" | "redriveDeadLetter" | "rearmAlarm")
+    ALARM_READERS.contains(&method)
 }
+
+/// The methods that read the current alarm ([`reads_alarm`]).
+pub const ALARM_READERS: [&str; 4] = ["enqueue", "stats", "redriveDeadLetter", "rearmAlarm"];
 
 /// Dispatch one RPC method (inside one storage transaction).
 pub fn call(store: &mut dyn Store, ctx: &Ctx, alarm: &mut Alarm, method: &str, args: Args) -> Result<Value, RpcError> {

@@ -41,9 +41,9 @@ function respond(answer) {
 
 /** The body, or null when it exceeds the limit (counted while streaming). */
 async function readBody(request, contentLength) {
-  if (contentLength !== null && /^[0-9]{1,9}$/.test(contentLength)) {
-    // A numeric content-length within the limit (the router checked it): the platform
-    // delivers exactly that many bytes.
+  if (contentLength !== null && +contentLength <= MAX_BODY_BYTES) {
+    // A content-length within the limit (the router refused larger ones): the platform
+    // delivers exactly that many bytes, so one read suffices.
     return new Uint8Array(await request.arrayBuffer());
   }
   if (request.body === null) return new Uint8Array(0);
@@ -70,17 +70,44 @@ async function readBody(request, contentLength) {
   return body;
 }
 
+// Forward decisions, memoized: `wasm.route` is a pure function of its arguments, and a
+// client calls the same few paths over and over (its run's `runs/<runId>`, `index/index`,
+// its stream and queue shard), so most calls skip the crossing into wasm. Only forward
+// decisions are kept (made with the right token, so a wrong token never hits), and only
+// for a content-length that cannot exceed the limit (1 to 7 digits, or none), the one
+// argument not in the key. Bounded: cleared when full.
+const MEMO_LIMIT = 512;
+const SMALL_LENGTH = /^[0-9]{1,7}$/;
+const memo = new Map();
+let memoSecret;
+
+function decide(request, env, authorization, contentLength) {
+  const method = request.method;
+  const pathname = new URL(request.url).pathname;
+  const secret = env.WORLD_SECRET;
+  const small = contentLength === null || SMALL_LENGTH.test(contentLength);
+  const key = small && authorization !== null ? method + " " + authorization + " " + pathname : null;
+  if (key !== null) {
+    if (memoSecret !== secret) {
+      memo.clear();
+      memoSecret = secret;
+    }
+    const hit = memo.get(key);
+    if (hit !== undefined) return hit;
+  }
+  checkReset();
+  const decision = wasm.route(method, pathname, authorization, secret, contentLength);
+  if (key !== null && decision.charCodeAt(0) === 70 /* F */) {
+    if (memo.size >= MEMO_LIMIT) memo.clear();
+    memo.set(key, decision);
+  }
+  return decision;
+}
+
 async function route(request, env) {
   const headers = request.headers;
   const contentLength = headers.get("content-length");
-  checkReset();
-  const decision = wasm.route(
-    request.method,
-    new URL(request.url).pathname,
-    headers.get("authorization"),
-    env.WORLD_SECRET,
-    contentLength,
-  );
+  const decision = decide(request, env, headers.get("authorization"), contentLength);
   const kind = decision.charCodeAt(0);
   if (kind === 65 /* A */) return respond(decision);
   const body = await readBody(request, contentLength);
@@ -127,15 +154,22 @@ class RustObject extends DurableObject {
   async rpc(method, name, body) {
     try {
       const object = this.rust();
-      let reply = object.rpcCall ? object.rpcCall(method, name, body) : null;
-      if (reply === null || reply[0] === 0) reply = await object.rpcAsync(method, name, body);
-      const alarm = reply[2];
-      if (alarm === alarm) await this.applyAlarm(alarm);
+      const current = this.currentAlarm(method);
+      const alarm = typeof current === "number" ? current : await current;
+      let reply = object.rpcCall(method, name, body, alarm);
+      if (reply[0] === 0) reply = await object.rpcAsync(method, name, body);
+      const change = reply[2];
+      if (change === change) await this.applyAlarm(change);
       return reply;
     } catch (e) {
       noteCritical(e);
       throw e;
     }
+  }
+
+  /** The current alarm, for the classes whose calls start from it (QueueDO). */
+  currentAlarm() {
+    return NaN;
   }
 
   /** The alarm a committed call asked for. The call is answered even if it fails. */
@@ -181,4 +215,11 @@ export class IndexDO extends RustObject {
 
 export class QueueDO extends RustObject {
   static Rust = wasm.QueueObject;
+  static alarmReaders = new Set(wasm.QueueObject.alarmReaders().split(","));
+
+  /** For the methods that read it: (a promise of) the alarm, `-1` when none is set. */
+  currentAlarm(method) {
+    if (!QueueDO.alarmReaders.has(method)) return NaN;
+    return this.ctx.storage.getAlarm().then((at) => at ?? -1);
+  }
 }

@@ -37,7 +37,7 @@ use worker::{Env, State};
 use super::alarm::apply_alarm;
 use super::env::config;
 use super::kv::in_transaction;
-use super::serve::{args_or_refusal, now_ms, result_reply};
+use super::serve::{alarm_slot, args_or_refusal, go_async, now_ms, result_reply};
 use crate::config::Config;
 use crate::hop::{Args, Ctx};
 use crate::queue::delivery::{build_request, claim_at_most, classify, needs_body, settle, Body, OutboundRequest, Outcome};
@@ -45,7 +45,7 @@ use crate::queue::state::INFLIGHT_PREFIX;
 use crate::queue::{self, Row};
 use crate::store::alarm::{Alarm, AlarmChange};
 use crate::store::ListOptions;
-use crate::wire::RpcError;
+use crate::wire::{RpcError, Value};
 
 /// setTimeout's largest delay (longer ones fire at once).
 const MAX_TIMER_MS: u64 = 2_147_483_647;
@@ -133,7 +133,7 @@ impl Drop for ResetOnDrop<'_> {
 
 #[wasm_bindgen(js_name = QueueObject)]
 pub struct QueueObject {
-    state: State,
+    storage: worker::Storage,
     /// The deploy-time variables, read once per instance.
     config: Rc<Config>,
     /// Message ids with a delivery running in this instance (count per id: a replayed
@@ -165,7 +165,7 @@ impl QueueObject {
             Some(AlarmChange::Delete) => self.planned.set(None),
             None => {}
         }
-        apply_alarm(&self.state.storage(), change).await
+        apply_alarm(&self.storage, change).await
     }
 
     /// A fresh instance with `inflight:` entries and no running loop: those deliveries
@@ -175,8 +175,8 @@ impl QueueObject {
         if self.recovered.replace(true) || self.looping.get() {
             return;
         }
-        let storage = self.state.storage();
-        let orphans = in_transaction(&storage, |s| Ok(!s.list(&ListOptions::prefix(INFLIGHT_PREFIX).limit(1))?.is_empty()));
+        let storage = &self.storage;
+        let orphans = in_transaction(storage, |s| Ok(!s.list(&ListOptions::prefix(INFLIGHT_PREFIX).limit(1))?.is_empty()));
         if let Ok(true) = orphans {
             let mut alarm = Alarm::unknown();
             alarm.set(now_ms().saturating_add(1));
@@ -186,40 +186,48 @@ impl QueueObject {
         }
     }
 
+    /// The alarm a method starts from: forced for `rearmAlarm`, the current one for the
+    /// methods that read it, else unknown.
+    fn starting_alarm(method: &str, current: Option<i64>) -> Alarm {
+        match method {
+            "rearmAlarm" => Alarm::forced(current),
+            m if queue::reads_alarm(m) => Alarm::new(current),
+            _ => Alarm::unknown(),
+        }
+    }
+
+    /// Run one core method in a transaction. After a successful call a running alarm loop
+    /// is kicked: it re-claims and recomputes the alarm from storage, so it picks up new
+    /// work at once and corrects any alarm this call derived from a stale read (its own
+    /// alarm write is issued after this call's).
+    fn transact(&self, method: &str, name: &str, args: &[Value], alarm: &mut Alarm) -> std::result::Result<Value, RpcError> {
+        let ctx = Ctx { now: now_ms(), name, config: &self.config };
+        let result = in_transaction(&self.storage, |store| queue::call(store, &ctx, alarm, method, Args(args)));
+        if self.looping.get() && result.is_ok() && matches!(method, "enqueue" | "redriveDeadLetter" | "rearmAlarm" | "expireRun") {
+            self.kick.fire();
+        }
+        result
+    }
+
     async fn rpc(&self, method: &str, name: &str, body: &[u8]) -> Array {
         let args = match args_or_refusal(body) {
             Ok(a) => a,
             Err(refusal) => return refusal,
         };
         self.recover_once().await;
-        let storage = self.state.storage();
         let current = if queue::reads_alarm(method) {
-            match storage.get_alarm().await {
+            match self.storage.get_alarm().await {
                 Ok(a) => a,
                 Err(e) => return result_reply(Err(to_rpc(e)), f64::NAN),
             }
         } else {
             None
         };
-        let mut alarm = match method {
-            "rearmAlarm" => Alarm::forced(current),
-            m if queue::reads_alarm(m) => Alarm::new(current),
-            _ => Alarm::unknown(),
-        };
-        let ctx = Ctx { now: now_ms(), name, config: &self.config };
-        let result = in_transaction(&storage, |store| queue::call(store, &ctx, &mut alarm, method, Args(&args)));
-        let result = match result {
-            Ok(v) => match self.apply_alarm(&alarm).await {
-                Ok(()) => Ok(v),
-                Err(e) => Err(e),
-            },
+        let mut alarm = Self::starting_alarm(method, current);
+        let result = match self.transact(method, name, &args, &mut alarm) {
+            Ok(v) => self.apply_alarm(&alarm).await.map(|()| v),
             Err(e) => Err(e),
         };
-        // A running alarm loop re-claims and recomputes the alarm from storage: it picks up
-        // new work at once and corrects any alarm this call derived from a stale read.
-        if self.looping.get() && result.is_ok() && matches!(method, "enqueue" | "redriveDeadLetter" | "rearmAlarm" | "expireRun") {
-            self.kick.fire();
-        }
         result_reply(result, f64::NAN)
     }
 
@@ -230,10 +238,10 @@ impl QueueObject {
     /// One claim transaction. Each claimed row comes with the guard that marks its
     /// delivery as running in this instance until it is dropped.
     async fn claim_pass(&self, cfg: &Config, limit: usize) -> std::result::Result<Vec<(Row, LiveGuard)>, RpcError> {
-        let storage = self.state.storage();
+        let storage = &self.storage;
         let mut alarm = Alarm::unknown();
         let now = now_ms();
-        let rows = in_transaction(&storage, |s| claim_at_most(s, now, cfg, &mut alarm, &|id| self.is_live(id), limit))?;
+        let rows = in_transaction(storage, |s| claim_at_most(s, now, cfg, &mut alarm, &|id| self.is_live(id), limit))?;
         let claimed = rows.into_iter().map(|row| {
             let guard = LiveGuard::new(&self.live, row.id());
             (row, guard)
@@ -251,9 +259,9 @@ impl QueueObject {
         let outcome = send(&request, cfg.queue_delivery_timeout_ms).await;
         let action = classify(&outcome);
         let now = now_ms();
-        let storage = self.state.storage();
+        let storage = &self.storage;
         let mut alarm = Alarm::unknown();
-        match in_transaction(&storage, |s| settle(s, now, &cfg, &row, &action, &mut alarm)) {
+        match in_transaction(storage, |s| settle(s, now, &cfg, &row, &action, &mut alarm)) {
             Ok(_) => {
                 if let Err(e) = self.apply_alarm(&alarm).await {
                     log_error("alarm after delivery", &e);
@@ -390,7 +398,7 @@ impl QueueObject {
     #[wasm_bindgen(constructor)]
     pub fn new(state: DurableObjectState, env: Env) -> QueueObject {
         QueueObject {
-            state: State::from(state),
+            storage: State::from(state).storage(),
             config: Rc::new(config(&env)),
             live: Rc::new(RefCell::new(HashMap::new())),
             kick: Rc::new(Kick::default()),
@@ -398,6 +406,40 @@ impl QueueObject {
             planned: Cell::new(None),
             recovered: Cell::new(false),
         }
+    }
+
+    /// The methods for which `rpcCall` needs the current alarm, comma-separated (read once
+    /// by the class).
+    #[wasm_bindgen(js_name = alarmReaders)]
+    pub fn alarm_readers() -> String {
+        queue::ALARM_READERS.join(",")
+    }
+
+    /// One RPC served synchronously: `[status, body, alarm]` (see `serve.rs`), or status 0
+    /// until this instance has looked for deliveries a previous one left in flight
+    /// (`rpcAsync` does that first). `current` is the alarm the class read before the call
+    /// for the [`alarm readers`](Self::alarm_readers) (`-1` none set), else `NaN`.
+    #[wasm_bindgen(js_name = rpcCall)]
+    pub fn rpc_call(&self, method: &str, name: &str, body: &[u8], current: f64) -> Array {
+        if !self.recovered.get() || (queue::reads_alarm(method) && current.is_nan()) {
+            return go_async();
+        }
+        let args = match args_or_refusal(body) {
+            Ok(a) => a,
+            Err(refusal) => return refusal,
+        };
+        let current = (current >= 0.0).then_some(current as i64);
+        let mut alarm = Self::starting_alarm(method, current);
+        let result = self.transact(method, name, &args, &mut alarm);
+        let change = alarm.change();
+        if result.is_ok() {
+            match change {
+                Some(AlarmChange::Set(at)) => self.planned.set(Some(at)),
+                Some(AlarmChange::Delete) => self.planned.set(None),
+                None => {}
+            }
+        }
+        result_reply(result, alarm_slot(change))
     }
 
     /// One RPC: `[status, body, alarm]` (the alarm already applied; see `serve.rs`).

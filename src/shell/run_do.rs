@@ -6,7 +6,7 @@
 use js_sys::Array;
 use wasm_bindgen::prelude::*;
 use worker::worker_sys::DurableObjectState;
-use worker::{Env, State};
+use worker::{Env, State, Storage};
 
 use super::alarm::apply_alarm;
 use super::call::call_do;
@@ -29,6 +29,7 @@ fn is_async(method: &str) -> bool {
 #[wasm_bindgen(js_name = RunObject)]
 pub struct RunObject {
     state: State,
+    storage: Storage,
     env: Env,
     config: Config,
 }
@@ -68,7 +69,8 @@ impl RunObject {
     #[wasm_bindgen(constructor)]
     pub fn new(state: DurableObjectState, env: Env) -> RunObject {
         let config = config(&env);
-        RunObject { state: State::from(state), env, config }
+        let state = State::from(state);
+        RunObject { storage: state.storage(), state, env, config }
     }
 
     /// One RPC: `[status, body, alarm]`, status 0 for `cleanupNow` (see `serve.rs`). The
@@ -80,7 +82,7 @@ impl RunObject {
         if is_async(method) {
             return go_async();
         }
-        serve_sync(&self.state.storage(), &self.config, method, name, body, crate::run::call)
+        serve_sync(&self.storage, &self.config, method, name, body, crate::run::call)
     }
 
     /// `cleanupNow`: the cleanup loop, then its result.

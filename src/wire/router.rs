@@ -201,6 +201,10 @@ pub fn constant_time_eq(given: &[u8], secret: &[u8]) -> bool {
 /// the reference (`Number()`: hex and exponent forms count as numbers).
 pub fn content_length_too_large(header: Option<&str>) -> bool {
     let Some(text) = header.map(str::trim) else { return false };
+    if !text.is_empty() && text.len() <= 15 && text.bytes().all(|c| c.is_ascii_digit()) {
+        // The common form, exactly (15 digits stay below 2^53).
+        return text.parse::<u64>().is_ok_and(|v| v > MAX_BODY_BYTES);
+    }
     let value = if let Some(hex) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
         u64::from_str_radix(hex, 16).map(|v| v as f64).ok()
     } else if text == "Infinity" || text == "+Infinity" {

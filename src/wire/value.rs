@@ -208,11 +208,9 @@ pub fn replace_lone_surrogates(text: &str) -> std::borrow::Cow<'_, str> {
     let mut out: Option<String> = None;
     let mut copied = 0;
     let mut i = 0;
-    while i < b.len() {
-        if b[i] != b'\\' {
-            i += 1;
-            continue;
-        }
+    // Jump from backslash to backslash (most bodies have few or none).
+    while let Some(offset) = b.get(i..).and_then(|rest| rest.iter().position(|&c| c == b'\\')) {
+        i += offset;
         let Some(unit) = unit_at(b, i) else {
             i += 2; // any other escape, e.g. `\\`
             continue;
