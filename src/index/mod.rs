@@ -47,6 +47,9 @@ pub const METHODS: [&str; 10] = [
     "deleteHookIndexes",
 ];
 
+/// The methods that never write (the shell serves them outside a transaction).
+pub const READ_ONLY: [&str; 2] = ["get", "list"];
+
 /// Dispatch one RPC method (inside one storage transaction).
 pub fn call(store: &mut dyn Store, ctx: &Ctx, method: &str, args: Args) -> Result<Value, RpcError> {
     match method {

@@ -53,6 +53,9 @@ pub fn reads_alarm(method: &str) -> bool {
 /// The methods that read the current alarm ([`reads_alarm`]).
 pub const ALARM_READERS: [&str; 4] = ["enqueue", "stats", "redriveDeadLetter", "rearmAlarm"];
 
+/// The methods that never write (the shell serves them outside a transaction).
+pub const READ_ONLY: [&str; 2] = ["stats", "listDeadLetters"];
+
 /// Dispatch one RPC method (inside one storage transaction).
 pub fn call(store: &mut dyn Store, ctx: &Ctx, alarm: &mut Alarm, method: &str, args: Args) -> Result<Value, RpcError> {
     match method {

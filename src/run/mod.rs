@@ -32,6 +32,9 @@ use crate::wire::{RpcError, Value};
 
 pub const CLASS: &str = "WorkflowRunDO";
 
+/// The methods that never write (the shell serves them outside a transaction).
+pub const READ_ONLY: [&str; 7] = ["getRun", "getStep", "getEvent", "listEvents", "listSteps", "listHooks", "getCleanupStatus"];
+
 /// Dispatch one RPC method (inside one storage transaction). `alarm` collects the alarm
 /// change the call asks for (terminal-run scheduling, the retention admin methods); the
 /// shell applies it after the transaction commits.

@@ -11,6 +11,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use worker::Storage;
 
+use crate::store::read_only::ReadOnly;
 use crate::store::{ListOptions, Store, StoreResult, Stored};
 use crate::wire::RpcError;
 
@@ -117,6 +118,22 @@ impl Store for KvStore {
             out.push((key, value));
         }
         Ok(out)
+    }
+}
+
+/// Run `f`, a call that only reads, directly on the object's storage, without the cost of
+/// a transaction (see [`ReadOnly`]).
+pub fn read_only<T>(storage: &Storage, f: impl FnOnce(&mut dyn Store) -> Result<T, RpcError>) -> Result<T, RpcError> {
+    let raw: &RawStorage = storage.as_raw().unchecked_ref();
+    f(&mut ReadOnly(KvStore { kv: raw.kv() }))
+}
+
+/// Run `f` in a transaction, or, when `reads_only`, directly ([`read_only`]).
+pub fn run_call<T>(storage: &Storage, reads_only: bool, f: impl FnOnce(&mut dyn Store) -> Result<T, RpcError>) -> Result<T, RpcError> {
+    if reads_only {
+        read_only(storage, f)
+    } else {
+        in_transaction(storage, f)
     }
 }
 

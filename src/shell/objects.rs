@@ -32,8 +32,8 @@ impl Object {
 
 type SyncCore = fn(&mut dyn Store, &Ctx, &str, Args) -> Result<Value, RpcError>;
 
-fn serve(object: &Object, core: SyncCore, method: &str, name: &str, body: &[u8]) -> Array {
-    serve_sync(&object.storage, &object.config, method, name, body, |store, ctx, _alarm: &mut Alarm, m, args| core(store, ctx, m, args))
+fn serve(object: &Object, core: SyncCore, read_only: &[&str], method: &str, name: &str, body: &[u8]) -> Array {
+    serve_sync(&object.storage, read_only, &object.config, method, name, body, |store, ctx, _alarm: &mut Alarm, m, args| core(store, ctx, m, args))
 }
 
 #[wasm_bindgen(js_name = StreamObject)]
@@ -49,7 +49,7 @@ impl StreamObject {
     /// One RPC: `[status, body, alarm]` (see `serve.rs`).
     #[wasm_bindgen(js_name = rpcCall)]
     pub fn rpc_call(&self, method: &str, name: &str, body: &[u8]) -> Array {
-        serve(&self.0, crate::stream::call, method, name, body)
+        serve(&self.0, crate::stream::call, &crate::stream::READ_ONLY, method, name, body)
     }
 }
 
@@ -66,6 +66,6 @@ impl IndexObject {
     /// One RPC: `[status, body, alarm]` (see `serve.rs`).
     #[wasm_bindgen(js_name = rpcCall)]
     pub fn rpc_call(&self, method: &str, name: &str, body: &[u8]) -> Array {
-        serve(&self.0, crate::index::call, method, name, body)
+        serve(&self.0, crate::index::call, &crate::index::READ_ONLY, method, name, body)
     }
 }

@@ -36,7 +36,7 @@ use worker::{Env, State};
 
 use super::alarm::apply_alarm;
 use super::env::config;
-use super::kv::in_transaction;
+use super::kv::{in_transaction, run_call};
 use super::serve::{alarm_slot, args_or_refusal, go_async, now_ms, result_reply};
 use crate::config::Config;
 use crate::hop::{Args, Ctx};
@@ -202,7 +202,8 @@ impl QueueObject {
     /// alarm write is issued after this call's).
     fn transact(&self, method: &str, name: &str, args: &[Value], alarm: &mut Alarm) -> std::result::Result<Value, RpcError> {
         let ctx = Ctx { now: now_ms(), name, config: &self.config };
-        let result = in_transaction(&self.storage, |store| queue::call(store, &ctx, alarm, method, Args(args)));
+        let reads_only = queue::READ_ONLY.contains(&method);
+        let result = run_call(&self.storage, reads_only, |store| queue::call(store, &ctx, alarm, method, Args(args)));
         if self.looping.get() && result.is_ok() && matches!(method, "enqueue" | "redriveDeadLetter" | "rearmAlarm" | "expireRun") {
             self.kick.fire();
         }

@@ -82,7 +82,7 @@ impl RunObject {
         if is_async(method) {
             return go_async();
         }
-        serve_sync(&self.storage, &self.config, method, name, body, crate::run::call)
+        serve_sync(&self.storage, &crate::run::READ_ONLY, &self.config, method, name, body, crate::run::call)
     }
 
     /// `cleanupNow`: the cleanup loop, then its result.

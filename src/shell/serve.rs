@@ -13,7 +13,7 @@ use js_sys::{Array, Uint8Array};
 use wasm_bindgen::JsValue;
 use worker::Storage;
 
-use super::kv::in_transaction;
+use super::kv::run_call;
 use crate::config::Config;
 use crate::hop::{answer, decode_args, Args, Ctx};
 use crate::store::alarm::{Alarm, AlarmChange};
@@ -57,9 +57,11 @@ pub fn args_or_refusal(body: &[u8]) -> Result<Vec<Value>, Array> {
     decode_args(body).map_err(|e| reply(e.status(), e.body().as_bytes(), f64::NAN))
 }
 
-/// Serve one call synchronously: decode, then `core` in one transaction.
+/// Serve one call synchronously: decode, then `core` in one transaction (or, for a method
+/// in `read_only`, directly on storage).
 pub fn serve_sync(
     storage: &Storage,
+    read_only: &[&str],
     cfg: &Config,
     method: &str,
     name: &str,
@@ -72,6 +74,6 @@ pub fn serve_sync(
     };
     let ctx = Ctx { now: now_ms(), name, config: cfg };
     let mut alarm = Alarm::unknown();
-    let result = in_transaction(storage, |store| core(store, &ctx, &mut alarm, method, Args(&args)));
+    let result = run_call(storage, read_only.contains(&method), |store| core(store, &ctx, &mut alarm, method, Args(&args)));
     result_reply(result, alarm_slot(alarm.change()))
 }

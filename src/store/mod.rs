@@ -16,6 +16,7 @@
 pub mod alarm;
 pub mod js_args;
 mod memory;
+pub mod read_only;
 pub mod record;
 pub mod slot;
 
@@ -198,4 +199,23 @@ pub fn delete_prefix(store: &mut dyn Store, prefix: &str) -> StoreResult<usize> 
         store.delete(k)?;
     }
     Ok(keys.len())
+}
+
+/// A borrowed store is a store (so adapters such as [`read_only::ReadOnly`] can wrap one).
+impl<S: Store + ?Sized> Store for &mut S {
+    fn get_value(&mut self, key: &str) -> StoreResult<Option<Stored>> {
+        (**self).get_value(key)
+    }
+    fn put(&mut self, key: &str, value: &str) -> StoreResult<()> {
+        (**self).put(key, value)
+    }
+    fn put_bytes(&mut self, key: &str, value: &[u8]) -> StoreResult<()> {
+        (**self).put_bytes(key, value)
+    }
+    fn delete(&mut self, key: &str) -> StoreResult<bool> {
+        (**self).delete(key)
+    }
+    fn list_values(&mut self, options: &ListOptions) -> StoreResult<Vec<(String, Stored)>> {
+        (**self).list_values(options)
+    }
 }

@@ -38,6 +38,9 @@ pub const METHODS: [&str; 9] = [
     "expireStream",
 ];
 
+/// The methods that never write (the shell serves them outside a transaction).
+pub const READ_ONLY: [&str; 3] = ["getChunks", "getInfo", "listStreams"];
+
 /// Dispatch one RPC method (inside one storage transaction).
 pub fn call(store: &mut dyn Store, _ctx: &Ctx, method: &str, args: Args) -> Result<Value, RpcError> {
     match method {
