@@ -139,6 +139,12 @@ export default {
 };
 
 // --- Durable Object classes -----------------------------------------------------------
+/** Thrown inside `transactionSync` to roll back a call that did not succeed. */
+const ROLLBACK = Symbol("rollback");
+
+/** A Rust class's read-only methods (served without a transaction). */
+const readOnly = (Rust) => new Set(Rust.readOnly().split(","));
+
 /** Shared by the four classes: the Rust object of this instance (re-created after a reset). */
 class RustObject extends DurableObject {
   rust() {
@@ -156,7 +162,20 @@ class RustObject extends DurableObject {
       const object = this.rust();
       const current = this.currentAlarm(method);
       const alarm = typeof current === "number" ? current : await current;
-      let reply = object.rpcCall(method, name, body, alarm);
+      let reply;
+      if (this.constructor.readOnly.has(method)) {
+        reply = object.rpcCall(method, name, body, alarm);
+      } else {
+        // One transaction around the call; anything but a success rolls it back.
+        try {
+          this.ctx.storage.transactionSync(() => {
+            reply = object.rpcCall(method, name, body, alarm);
+            if (reply[0] !== 200) throw ROLLBACK;
+          });
+        } catch (e) {
+          if (e !== ROLLBACK) throw e;
+        }
+      }
       if (reply[0] === 0) reply = await object.rpcAsync(method, name, body);
       const change = reply[2];
       if (change === change) await this.applyAlarm(change);
@@ -203,18 +222,22 @@ class RustObject extends DurableObject {
 
 export class WorkflowRunDO extends RustObject {
   static Rust = wasm.RunObject;
+  static readOnly = readOnly(wasm.RunObject);
 }
 
 export class StreamDO extends RustObject {
   static Rust = wasm.StreamObject;
+  static readOnly = readOnly(wasm.StreamObject);
 }
 
 export class IndexDO extends RustObject {
   static Rust = wasm.IndexObject;
+  static readOnly = readOnly(wasm.IndexObject);
 }
 
 export class QueueDO extends RustObject {
   static Rust = wasm.QueueObject;
+  static readOnly = readOnly(wasm.QueueObject);
   static alarmReaders = new Set(wasm.QueueObject.alarmReaders().split(","));
 
   /** For the methods that read it: (a promise of) the alarm, `-1` when none is set. */

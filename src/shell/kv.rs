@@ -121,19 +121,22 @@ impl Store for KvStore {
     }
 }
 
-/// Run `f`, a call that only reads, directly on the object's storage, without the cost of
-/// a transaction (see [`ReadOnly`]).
-pub fn read_only<T>(storage: &Storage, f: impl FnOnce(&mut dyn Store) -> Result<T, RpcError>) -> Result<T, RpcError> {
+/// Run `f` directly on the object's storage, inside the transaction the caller (the
+/// JavaScript class, `entry.mjs`) opened with `transactionSync` and rolls back when the
+/// call fails, or, when `reads_only`, with no transaction at all: a synchronous call cannot
+/// interleave with another, so a transaction would only add its cost to a call that reads
+/// (its store refuses writes, see [`ReadOnly`]).
+pub fn in_caller_transaction<T>(
+    storage: &Storage,
+    reads_only: bool,
+    f: impl FnOnce(&mut dyn Store) -> Result<T, RpcError>,
+) -> Result<T, RpcError> {
     let raw: &RawStorage = storage.as_raw().unchecked_ref();
-    f(&mut ReadOnly(KvStore { kv: raw.kv() }))
-}
-
-/// Run `f` in a transaction, or, when `reads_only`, directly ([`read_only`]).
-pub fn run_call<T>(storage: &Storage, reads_only: bool, f: impl FnOnce(&mut dyn Store) -> Result<T, RpcError>) -> Result<T, RpcError> {
+    let store = KvStore { kv: raw.kv() };
     if reads_only {
-        read_only(storage, f)
+        f(&mut ReadOnly(store))
     } else {
-        in_transaction(storage, f)
+        f(&mut { store })
     }
 }
 

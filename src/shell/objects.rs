@@ -41,6 +41,12 @@ pub struct StreamObject(Object);
 
 #[wasm_bindgen(js_class = StreamObject)]
 impl StreamObject {
+    /// The methods that never write, comma-separated (see `serve.rs`).
+    #[wasm_bindgen(js_name = readOnly)]
+    pub fn read_only() -> String {
+        crate::stream::READ_ONLY.join(",")
+    }
+
     #[wasm_bindgen(constructor)]
     pub fn new(state: DurableObjectState, env: Env) -> StreamObject {
         StreamObject(Object::new(state, &env))
@@ -58,6 +64,12 @@ pub struct IndexObject(Object);
 
 #[wasm_bindgen(js_class = IndexObject)]
 impl IndexObject {
+    /// The methods that never write, comma-separated (see `serve.rs`).
+    #[wasm_bindgen(js_name = readOnly)]
+    pub fn read_only() -> String {
+        crate::index::READ_ONLY.join(",")
+    }
+
     #[wasm_bindgen(constructor)]
     pub fn new(state: DurableObjectState, env: Env) -> IndexObject {
         IndexObject(Object::new(state, &env))

@@ -36,7 +36,7 @@ use worker::{Env, State};
 
 use super::alarm::apply_alarm;
 use super::env::config;
-use super::kv::{in_transaction, run_call};
+use super::kv::{in_caller_transaction, in_transaction};
 use super::serve::{alarm_slot, args_or_refusal, go_async, now_ms, result_reply};
 use crate::config::Config;
 use crate::hop::{Args, Ctx};
@@ -44,7 +44,7 @@ use crate::queue::delivery::{build_request, claim_at_most, classify, needs_body,
 use crate::queue::state::INFLIGHT_PREFIX;
 use crate::queue::{self, Row};
 use crate::store::alarm::{Alarm, AlarmChange};
-use crate::store::ListOptions;
+use crate::store::{ListOptions, Store};
 use crate::wire::{RpcError, Value};
 
 /// setTimeout's largest delay (longer ones fire at once).
@@ -200,10 +200,24 @@ impl QueueObject {
     /// is kicked: it re-claims and recomputes the alarm from storage, so it picks up new
     /// work at once and corrects any alarm this call derived from a stale read (its own
     /// alarm write is issued after this call's).
-    fn transact(&self, method: &str, name: &str, args: &[Value], alarm: &mut Alarm) -> std::result::Result<Value, RpcError> {
+    ///
+    /// `caller_transaction`: the class opened the transaction (the synchronous path), else
+    /// this call opens one.
+    fn transact(
+        &self,
+        method: &str,
+        name: &str,
+        args: &[Value],
+        alarm: &mut Alarm,
+        caller_transaction: bool,
+    ) -> std::result::Result<Value, RpcError> {
         let ctx = Ctx { now: now_ms(), name, config: &self.config };
-        let reads_only = queue::READ_ONLY.contains(&method);
-        let result = run_call(&self.storage, reads_only, |store| queue::call(store, &ctx, alarm, method, Args(args)));
+        let core = |store: &mut dyn Store| queue::call(store, &ctx, alarm, method, Args(args));
+        let result = if caller_transaction {
+            in_caller_transaction(&self.storage, queue::READ_ONLY.contains(&method), core)
+        } else {
+            in_transaction(&self.storage, core)
+        };
         if self.looping.get() && result.is_ok() && matches!(method, "enqueue" | "redriveDeadLetter" | "rearmAlarm" | "expireRun") {
             self.kick.fire();
         }
@@ -225,7 +239,7 @@ impl QueueObject {
             None
         };
         let mut alarm = Self::starting_alarm(method, current);
-        let result = match self.transact(method, name, &args, &mut alarm) {
+        let result = match self.transact(method, name, &args, &mut alarm, false) {
             Ok(v) => self.apply_alarm(&alarm).await.map(|()| v),
             Err(e) => Err(e),
         };
@@ -431,7 +445,7 @@ impl QueueObject {
         };
         let current = (current >= 0.0).then_some(current as i64);
         let mut alarm = Self::starting_alarm(method, current);
-        let result = self.transact(method, name, &args, &mut alarm);
+        let result = self.transact(method, name, &args, &mut alarm, true);
         let change = alarm.change();
         if result.is_ok() {
             match change {
@@ -441,6 +455,12 @@ impl QueueObject {
             }
         }
         result_reply(result, alarm_slot(change))
+    }
+
+    /// The methods that never write, comma-separated (see `serve.rs`).
+    #[wasm_bindgen(js_name = readOnly)]
+    pub fn read_only() -> String {
+        queue::READ_ONLY.join(",")
     }
 
     /// One RPC: `[status, body, alarm]` (the alarm already applied; see `serve.rs`).

@@ -66,6 +66,12 @@ impl RunObject {
 
 #[wasm_bindgen(js_class = RunObject)]
 impl RunObject {
+    /// The methods that never write, comma-separated (see `serve.rs`).
+    #[wasm_bindgen(js_name = readOnly)]
+    pub fn read_only() -> String {
+        crate::run::READ_ONLY.join(",")
+    }
+
     #[wasm_bindgen(constructor)]
     pub fn new(state: DurableObjectState, env: Env) -> RunObject {
         let config = config(&env);

@@ -8,12 +8,16 @@
 //! applies (the alarm API is asynchronous). Status `0` means "this method is asynchronous:
 //! call `rpcAsync`" (the queue and the run's `cleanupNow`, which do I/O between
 //! transactions).
+//!
+//! The class opens the transaction around `rpcCall` (`ctx.storage.transactionSync`, rolled
+//! back by a throw when the reply is not a success), except for the core's read-only
+//! methods, which it learns once from `readOnly()`.
 
 use js_sys::{Array, Uint8Array};
 use wasm_bindgen::JsValue;
 use worker::Storage;
 
-use super::kv::run_call;
+use super::kv::in_caller_transaction;
 use crate::config::Config;
 use crate::hop::{answer, decode_args, Args, Ctx};
 use crate::store::alarm::{Alarm, AlarmChange};
@@ -57,8 +61,8 @@ pub fn args_or_refusal(body: &[u8]) -> Result<Vec<Value>, Array> {
     decode_args(body).map_err(|e| reply(e.status(), e.body().as_bytes(), f64::NAN))
 }
 
-/// Serve one call synchronously: decode, then `core` in one transaction (or, for a method
-/// in `read_only`, directly on storage).
+/// Serve one call synchronously: decode, then `core` in the transaction the class opened
+/// (for a method in `read_only`, with none; see [`in_caller_transaction`]).
 pub fn serve_sync(
     storage: &Storage,
     read_only: &[&str],
@@ -74,6 +78,6 @@ pub fn serve_sync(
     };
     let ctx = Ctx { now: now_ms(), name, config: cfg };
     let mut alarm = Alarm::unknown();
-    let result = run_call(storage, read_only.contains(&method), |store| core(store, &ctx, &mut alarm, method, Args(&args)));
+    let result = in_caller_transaction(storage, read_only.contains(&method), |store| core(store, &ctx, &mut alarm, method, Args(&args)));
     result_reply(result, alarm_slot(alarm.change()))
 }
