@@ -259,6 +259,35 @@ fn negative_string_and_garbage_delays() {
     assert_eq!(sim.stats(), (1.0, 0.0, 0.0, Some(state::MAX_TIME_MS)));
 }
 
+/// `delaySeconds: 1e12` (and any time past 2262) is scheduled at the latest time the
+/// platform's alarm API accepts, instead of asking it for one it refuses after the
+/// message was stored.
+#[test]
+fn far_delays_are_scheduled_at_an_alarm_the_platform_accepts() {
+    let platform_limit = 9_223_372_036_854; // i64::MAX nanoseconds, in ms
+    for delay in [1e12, 7.45e9, 1e300, f64::INFINITY] {
+        let mut sim = Sim::new();
+        sim.enqueue(with(request("far"), "delaySeconds", Value::num(delay)));
+        let (pending, _, _, alarm_at) = sim.stats();
+        assert_eq!(pending, 1.0);
+        let alarm_at = alarm_at.expect("armed");
+        assert!(alarm_at < platform_limit, "{delay}: {alarm_at}");
+        // rearmAlarm arms the same, acceptable time.
+        sim.alarm = None;
+        let rearmed = sim.ok_rpc("rearmAlarm", vec![]);
+        assert_eq!(rearmed.get("alarmAt"), Some(&Value::num(alarm_at as f64)));
+        assert_eq!(sim.alarm, Some(alarm_at));
+    }
+    // A 503 asking for an absurd pause is rescheduled inside the limit too.
+    let mut sim = Sim::new();
+    sim.enqueue(request("m"));
+    sim.now += 1;
+    let rows = sim.claim_only();
+    let row = rows.first().expect("claimed");
+    sim.settle_row(row, &busy(r#"{"timeoutSeconds":1e300}"#));
+    assert!(sim.alarm.is_some_and(|t| t < platform_limit), "{:?}", sim.alarm);
+}
+
 #[test]
 fn timeout_seconds_redelivers_without_an_attempt() {
     let mut sim = Sim::new();
