@@ -3,6 +3,7 @@
 
 use crate::hop::{Args, Ctx};
 use crate::store::alarm::Alarm;
+use crate::store::page::{fetch_text, list_budgeted, RESPONSE_BUDGET_BYTES};
 use crate::store::{ListOptions, Store};
 use crate::wire::js::{member, optional_member, strict_eq, to_js_string, to_number, truthy};
 use crate::wire::{Map, RpcError, Value};
@@ -146,16 +147,17 @@ pub fn list_dead_letters(store: &mut dyn Store, args: Args) -> Result<Value, Rpc
         return Err(RpcError::list_limit());
     }
     let mut options = ListOptions::prefix(DLQ_PREFIX);
-    if list_limit < 1e15 {
-        options = options.limit(list_limit as usize);
-    }
     // A `null` cursor is used as the string "null" (startAfter: String(cursor)).
     if let Some(cursor) = optional_member(params, "cursor") {
         options = options.start_after(to_js_string(Some(cursor)));
     }
-    let entries = store.list(&options)?;
+    // At most RESPONSE_BUDGET_BYTES of dead letters beyond the first, however large the
+    // limit: a page the budget cut short has `hasMore` and the cursor of its last entry.
+    let want = if list_limit < 1e15 { Some(list_limit as usize) } else { None };
+    let page = list_budgeted(store, &options, want, RESPONSE_BUDGET_BYTES, fetch_text, String::len)?;
+    let entries = page.entries;
     let page_len = if limit <= 0.0 { 0 } else { (limit.trunc() as usize).min(entries.len()) };
-    let has_more = (entries.len() as f64) > limit;
+    let has_more = page.truncated || (entries.len() as f64) > limit;
     let mut data = Vec::with_capacity(page_len);
     for (key, text) in entries.iter().take(page_len) {
         data.push(decode_entry(key, text)?);

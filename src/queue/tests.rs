@@ -826,3 +826,33 @@ fn hostile_arguments_never_panic() {
         assert!(value.as_text().is_some_and(|text| Value::parse(text).is_ok()), "{key}");
     }
 }
+
+/// Dead letters of 2 MB payloads: a page carries at most the response budget however large
+/// the limit (1e15 used to list everything), and paging by cursor yields each once.
+#[test]
+fn dead_letter_pages_stay_within_the_response_budget() {
+    use crate::store::page::{encoded_len, RESPONSE_BUDGET_BYTES};
+    let mut sim = Sim::new();
+    for i in 0..6 {
+        let row = Value::object([("messageId", Value::str(format!("m{i}"))), ("payload", Value::Bytes(vec![1; 2_000_000]))]);
+        state::put_value(&mut sim.store, &state::dlq_key(T0 + i, &format!("m{i}")), &row).unwrap();
+    }
+    for limit in [Value::num(1e15), Value::num(1e300), Value::num(100.0)] {
+        let mut seen = Vec::new();
+        let mut cursor = None;
+        loop {
+            let mut params = vec![("limit", limit.clone())];
+            params.extend(cursor.clone().map(|c| ("cursor", c)));
+            let r = sim.ok_rpc("listDeadLetters", vec![Value::object(params)]);
+            assert!(encoded_len(&r) <= RESPONSE_BUDGET_BYTES + 256);
+            let data = r.get("data").and_then(Value::as_array).unwrap();
+            assert!(!data.is_empty() && data.len() < 6);
+            seen.extend(data.iter().map(|d| d.get("messageId").and_then(Value::as_str).unwrap().to_string()));
+            if r.get("hasMore") != Some(&Value::Bool(true)) {
+                break;
+            }
+            cursor = r.get("cursor").cloned();
+        }
+        assert_eq!(seen, ["m0", "m1", "m2", "m3", "m4", "m5"]);
+    }
+}
