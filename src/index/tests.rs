@@ -367,3 +367,20 @@ fn list_reads_at_most_the_response_budget() {
         assert!(pages >= 2, "{pages}");
     }
 }
+
+/// Keys are coerced like `String(x)` (an object is `"[object Object]"`, as the reference
+/// answers 200); a Date key is refused instead of stored under its local-time text.
+#[test]
+fn object_keys_coerce_and_date_keys_are_refused() {
+    let mut ix = Index::new();
+    let obj = Value::object([("a", s("b"))]);
+    assert_eq!(ix.ok("put", vec![obj.clone(), s("v")]), Value::Null);
+    assert_eq!(ix.ok("get", vec![obj.clone()]), s("v"));
+    assert_eq!(ix.get("[object Object]"), s("v"));
+    assert_eq!(ix.ok("delete", vec![obj.clone()]), Value::Null);
+    assert_eq!(ix.ok("get", vec![obj]), Value::Null);
+    let date = Value::date(1_577_836_800_000);
+    assert_eq!(ix.err("put", vec![date.clone(), s("v")]), RpcError::type_error("key must be a string"));
+    assert_eq!(ix.err("get", vec![date]), RpcError::type_error("key must be a string"));
+    assert!(ix.store.keys().is_empty(), "{:?}", ix.store.keys());
+}

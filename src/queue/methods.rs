@@ -234,6 +234,16 @@ pub fn purge_dead_letters(store: &mut dyn Store) -> Result<Value, RpcError> {
     Ok(Value::object([("purged", Value::num(entries.len() as f64))]))
 }
 
+/// `v` with every invalid Date replaced by `null` (what `Date#toJSON` gives).
+fn without_invalid_dates(v: &Value) -> Value {
+    match v {
+        Value::Date(None) => Value::Null,
+        Value::Array(items) => Value::Array(items.iter().map(without_invalid_dates).collect()),
+        Value::Object(map) => Value::Object(map.iter().map(|(k, v)| (k.clone(), without_invalid_dates(v))).collect()),
+        other => other.clone(),
+    }
+}
+
 /// `rearmAlarm()` (§5).
 pub fn rearm_alarm(store: &mut dyn Store, ctx: &Ctx, alarm: &mut Alarm) -> Result<Value, RpcError> {
     schedule_next(store, ctx.now, alarm)?;
@@ -263,7 +273,9 @@ pub fn expire_run(store: &mut dyn Store, ctx: &Ctx, alarm: &mut Alarm, args: Arg
     }
     let mut fence = Map::new();
     if let Some(at) = args.raw(1) {
-        fence.insert("expiredAt".into(), at.clone());
+        // An invalid Date is kept as `null`, as `JSON.stringify` keeps it in the reference
+        // (instead of failing the call after the purge).
+        fence.insert("expiredAt".into(), without_invalid_dates(at));
     }
     fence.insert("deleted".into(), Value::num(deleted));
     put_value(store, &fence_key, &Value::Object(fence))?;

@@ -856,3 +856,22 @@ fn dead_letter_pages_stay_within_the_response_budget() {
         assert_eq!(seen, ["m0", "m1", "m2", "m3", "m4", "m5"]);
     }
 }
+
+/// `expireRun` with an invalid Date `expiredAt` answers `{deleted: n}` like the reference
+/// (which stores it as `null`, what `JSON.stringify` makes of it) instead of a 500.
+#[test]
+fn expire_run_with_an_invalid_date_answers_like_the_reference() {
+    let mut sim = Sim::new();
+    assert_eq!(sim.ok_rpc("expireRun", vec![Value::str("wrun_q"), Value::Date(None)]).to_json().unwrap(), r#"{"deleted":0}"#);
+    sim.enqueue(with(with(request("m"), "runId", Value::str("wrun_r")), "delaySeconds", Value::num(60.0)));
+    let nested = Value::object([("at", Value::Date(None))]);
+    assert_eq!(sim.ok_rpc("expireRun", vec![Value::str("wrun_r"), nested]).to_json().unwrap(), r#"{"deleted":1}"#);
+    assert_eq!(
+        state::get_value(&mut sim.store, "expired-run:wrun_q").unwrap().unwrap().to_json().unwrap(),
+        r#"{"deleted":0,"expiredAt":null}"#
+    );
+    assert_eq!(
+        state::get_value(&mut sim.store, "expired-run:wrun_r").unwrap().unwrap().to_json().unwrap(),
+        r#"{"deleted":1,"expiredAt":{"at":null}}"#
+    );
+}

@@ -370,3 +370,17 @@ fn pages_of_large_chunks_stay_within_the_response_budget() {
     assert_eq!(r.get("chunks").and_then(Value::as_array).map(Vec::len), Some(33));
     assert_eq!(r.get("done"), Some(&Value::Bool(true)));
 }
+
+/// `registerStream(null)` answers like the reference (200, `"undefined"` registered for the
+/// owner `null`) instead of a TypeError; other non-string runIds are still refused.
+#[test]
+fn register_stream_takes_a_null_run_id_like_the_reference() {
+    let mut reg = Instance::new("run-streams:x");
+    assert_eq!(reg.ok("registerStream", vec![Value::Null]), Value::Null);
+    assert_eq!(reg.ok("listStreams", vec![]), Value::Array(vec![s("undefined")]));
+    assert_eq!(reg.ok("registerStream", vec![Value::Null, s("out")]), Value::Null);
+    assert_eq!(reg.err("registerStream", vec![s("wrun_B"), s("x")]).message, "Stream registry is owned by workflow run \"null\"");
+    assert_eq!(reg.err("registerStream", vec![Value::object([("a", s("b"))])]).message, "runId must be a string");
+    assert_eq!(reg.err("registerStream", vec![]).message, "put() called with undefined value.");
+    assert_eq!(reg.ok("listStreams", vec![]), Value::Array(vec![s("out"), s("undefined")]));
+}
