@@ -138,8 +138,9 @@ test("numbers are written exactly as Number#toString: 100,000 random doubles rou
     assert.equal((await rawPost("index", "index", "put", `["numbers:${part}",${text}]`)).status, 200);
     const got = await w.rpc.raw("index", "index", "get", [`numbers:${part}`]);
     if (got.text !== text) {
-      const back = JSON.parse(got.text);
-      const bad = numbers.map((n, i) => [String(n), JSON.stringify(back[i])]).filter(([a, b]) => a !== b);
+      // The array holds only numbers: compare the texts one by one.
+      const back = got.text.slice(1, -1).split(",");
+      const bad = numbers.map((n, i) => [String(n), back[i]]).filter(([a, b]) => a !== b);
       assert.fail(`${bad.length} numbers differ, e.g. ${JSON.stringify(bad.slice(0, 5))}`);
     }
   }
