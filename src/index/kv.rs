@@ -2,7 +2,8 @@
 //! `putOwned` and the KV-style ordered `list`.
 
 use crate::hop::Args;
-use crate::store::{js_args, ListOptions, Store};
+use crate::store::page::{list_budgeted, RESPONSE_BUDGET_BYTES};
+use crate::store::{js_args, ListOptions, Store, StoreResult, Stored};
 use crate::wire::{js, RpcError, Value};
 
 use super::keys;
@@ -67,7 +68,7 @@ pub fn list(store: &mut dyn Store, args: Args) -> Result<Value, RpcError> {
 
     let asked = js_args::to_storage_int(Some(&plus_one(limit)))?;
     let asked = usize::try_from(asked).ok().filter(|&n| n > 0).ok_or_else(RpcError::list_limit)?;
-    let mut options = ListOptions { limit: Some(asked), reverse, ..Default::default() };
+    let mut options = ListOptions { reverse, ..Default::default() };
     if !prefix.is_empty() {
         options.prefix = Some(prefix);
     }
@@ -76,10 +77,14 @@ pub fn list(store: &mut dyn Store, args: Args) -> Result<Value, RpcError> {
     } else {
         options.start_after = cursor;
     }
-    let entries = store.list(&options)?;
+    // Storage hands over values with the keys: at most RESPONSE_BUDGET_BYTES of entries
+    // (keys and values) are read per call, however large the limit. A listing the budget
+    // cut short is incomplete, with the cursor of its last name.
+    let page = list_budgeted(store, &options, Some(asked), RESPONSE_BUDGET_BYTES, fetch_sizes, |n| *n)?;
+    let entries = page.entries;
 
-    let page_len = slice_end(js::to_number(Some(limit)), entries.len());
-    let complete = (entries.len() as f64) <= js::to_number(Some(limit));
+    let page_len = if page.truncated { entries.len() } else { slice_end(js::to_number(Some(limit)), entries.len()) };
+    let complete = !page.truncated && (entries.len() as f64) <= js::to_number(Some(limit));
     let page: Vec<&String> = entries.iter().take(page_len).map(|(k, _)| k).collect();
     let mut result = vec![
         ("keys", Value::Array(page.iter().map(|k| Value::object([("name", Value::str(k.as_str()))])).collect())),
@@ -91,6 +96,25 @@ pub fn list(store: &mut dyn Store, args: Args) -> Result<Value, RpcError> {
         }
     }
     Ok(Value::object(result))
+}
+
+/// Keys with the size of their entry (the value is not kept).
+fn fetch_sizes(store: &mut dyn Store, options: &ListOptions) -> StoreResult<Vec<(String, usize)>> {
+    let entries = store.list_values(options)?;
+    Ok(entries
+        .into_iter()
+        .map(|(key, value)| {
+            let size = key.len() + 16 + value_bytes(&value);
+            (key, size)
+        })
+        .collect())
+}
+
+fn value_bytes(value: &Stored) -> usize {
+    match value {
+        Stored::Bytes(b) => b.len(),
+        Stored::Text(t) => t.len(),
+    }
 }
 
 /// JavaScript `limit + 1`: numeric for numbers and booleans, string concatenation for

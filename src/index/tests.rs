@@ -332,3 +332,55 @@ fn golden_index_do_replays_natively() {
     assert_eq!(checked, 84);
     assert!(failures.is_empty(), "{} failing exchanges:\n{}", failures.len(), failures.join("\n"));
 }
+
+/// `list` reads at most the response budget of entries per call (storage hands over the
+/// values with the keys): 6 keys holding 2 MB values come in several incomplete pages
+/// with cursors, however large the limit, and each key once.
+#[test]
+fn list_reads_at_most_the_response_budget() {
+    let mut ix = Index::new();
+    let big = "x".repeat(2_000_000);
+    for i in 0..6 {
+        ix.put(&format!("k{i}"), &big);
+    }
+    ix.put("small", "1");
+    for limit in [Value::num(2_147_483_646.0), Value::num(1000.0)] {
+        let mut names = Vec::new();
+        let mut cursor: Option<Value> = None;
+        let mut pages = 0;
+        loop {
+            let mut o = vec![("limit", limit.clone())];
+            o.extend(cursor.clone().map(|c| ("cursor", c)));
+            let r = ix.list(opts(&o));
+            let keys = r.get("keys").and_then(Value::as_array).unwrap();
+            assert!(!keys.is_empty());
+            names.extend(keys.iter().map(|k| k.get("name").and_then(Value::as_str).unwrap().to_string()));
+            pages += 1;
+            if r.get("list_complete") == Some(&Value::Bool(true)) {
+                assert_eq!(r.get("cursor"), None);
+                break;
+            }
+            cursor = r.get("cursor").cloned();
+            assert_eq!(cursor.as_ref().and_then(Value::as_str), names.last().map(String::as_str));
+        }
+        assert_eq!(names, ["k0", "k1", "k2", "k3", "k4", "k5", "small"]);
+        assert!(pages >= 2, "{pages}");
+    }
+}
+
+/// Keys are coerced like `String(x)` (an object is `"[object Object]"`, as the reference
+/// answers 200); a Date key is refused instead of stored under its local-time text.
+#[test]
+fn object_keys_coerce_and_date_keys_are_refused() {
+    let mut ix = Index::new();
+    let obj = Value::object([("a", s("b"))]);
+    assert_eq!(ix.ok("put", vec![obj.clone(), s("v")]), Value::Null);
+    assert_eq!(ix.ok("get", vec![obj.clone()]), s("v"));
+    assert_eq!(ix.get("[object Object]"), s("v"));
+    assert_eq!(ix.ok("delete", vec![obj.clone()]), Value::Null);
+    assert_eq!(ix.ok("get", vec![obj]), Value::Null);
+    let date = Value::date(1_577_836_800_000);
+    assert_eq!(ix.err("put", vec![date.clone(), s("v")]), RpcError::type_error("key must be a string"));
+    assert_eq!(ix.err("get", vec![date]), RpcError::type_error("key must be a string"));
+    assert!(ix.store.keys().is_empty(), "{:?}", ix.store.keys());
+}

@@ -3,6 +3,7 @@
 
 use crate::hop::{Args, Ctx};
 use crate::store::alarm::Alarm;
+use crate::store::page::{fetch_text, list_budgeted, RESPONSE_BUDGET_BYTES};
 use crate::store::{ListOptions, Store};
 use crate::wire::js::{member, optional_member, strict_eq, to_js_string, to_number, truthy};
 use crate::wire::{Map, RpcError, Value};
@@ -146,16 +147,17 @@ pub fn list_dead_letters(store: &mut dyn Store, args: Args) -> Result<Value, Rpc
         return Err(RpcError::list_limit());
     }
     let mut options = ListOptions::prefix(DLQ_PREFIX);
-    if list_limit < 1e15 {
-        options = options.limit(list_limit as usize);
-    }
     // A `null` cursor is used as the string "null" (startAfter: String(cursor)).
     if let Some(cursor) = optional_member(params, "cursor") {
         options = options.start_after(to_js_string(Some(cursor)));
     }
-    let entries = store.list(&options)?;
+    // At most RESPONSE_BUDGET_BYTES of dead letters beyond the first, however large the
+    // limit: a page the budget cut short has `hasMore` and the cursor of its last entry.
+    let want = if list_limit < 1e15 { Some(list_limit as usize) } else { None };
+    let page = list_budgeted(store, &options, want, RESPONSE_BUDGET_BYTES, fetch_text, String::len)?;
+    let entries = page.entries;
     let page_len = if limit <= 0.0 { 0 } else { (limit.trunc() as usize).min(entries.len()) };
-    let has_more = (entries.len() as f64) > limit;
+    let has_more = page.truncated || (entries.len() as f64) > limit;
     let mut data = Vec::with_capacity(page_len);
     for (key, text) in entries.iter().take(page_len) {
         data.push(decode_entry(key, text)?);
@@ -232,6 +234,16 @@ pub fn purge_dead_letters(store: &mut dyn Store) -> Result<Value, RpcError> {
     Ok(Value::object([("purged", Value::num(entries.len() as f64))]))
 }
 
+/// `v` with every invalid Date replaced by `null` (what `Date#toJSON` gives).
+fn without_invalid_dates(v: &Value) -> Value {
+    match v {
+        Value::Date(None) => Value::Null,
+        Value::Array(items) => Value::Array(items.iter().map(without_invalid_dates).collect()),
+        Value::Object(map) => Value::Object(map.iter().map(|(k, v)| (k.clone(), without_invalid_dates(v))).collect()),
+        other => other.clone(),
+    }
+}
+
 /// `rearmAlarm()` (§5).
 pub fn rearm_alarm(store: &mut dyn Store, ctx: &Ctx, alarm: &mut Alarm) -> Result<Value, RpcError> {
     schedule_next(store, ctx.now, alarm)?;
@@ -261,7 +273,9 @@ pub fn expire_run(store: &mut dyn Store, ctx: &Ctx, alarm: &mut Alarm, args: Arg
     }
     let mut fence = Map::new();
     if let Some(at) = args.raw(1) {
-        fence.insert("expiredAt".into(), at.clone());
+        // An invalid Date is kept as `null`, as `JSON.stringify` keeps it in the reference
+        // (instead of failing the call after the purge).
+        fence.insert("expiredAt".into(), without_invalid_dates(at));
     }
     fence.insert("deleted".into(), Value::num(deleted));
     put_value(store, &fence_key, &Value::Object(fence))?;

@@ -24,8 +24,8 @@
 //!   and a fresh instance's first call arms the alarm when such entries exist. The
 //!   reference waits for the deadline (timeout + 30 s), and until then the stale entries
 //!   also block the cell's delivery slots.
-//! * **Absurd times** are clamped to 9 999 999 999 999 ms (year 2286) so key order stays
-//!   time order; a non-numeric `delaySeconds` counts as 0 (the reference builds `NaN`
+//! * **Absurd times** are clamped to 9 223 372 036 000 ms (year 2262), the latest the
+//!   alarm API accepts, so the alarm write cannot fail and key order stays time order; a non-numeric `delaySeconds` counts as 0 (the reference builds `NaN`
 //!   keys and may throw). A 503 body whose number overflows f64 (`1e400`) is not numeric
 //!   here (JavaScript would redeliver immediately with `Infinity`).
 

@@ -18,9 +18,10 @@ pub const MIN_ALARM_DELAY_MS: i64 = 1;
 pub const BACKOFF_CAP_SECONDS: f64 = 60.0;
 /// Answers that drop a message without retry or dead letter.
 pub const PERMANENT_STATUSES: [u16; 4] = [404, 409, 410, 422];
-/// The latest time we schedule anything at: the largest 13-digit epoch ms (year 2286), so
-/// key order stays time order even for absurd delays (the reference's keys would grow
-/// beyond 13 digits and sort wrongly).
+/// The latest time we schedule anything at: the latest time the platform's alarm API
+/// accepts (year 2262, [`MAX_ALARM_MS`]). It has 13 digits, so key order stays time order
+/// even for absurd delays (the reference's keys would grow beyond 13 digits and sort
+/// wrongly), and a message due then can still be armed for.
 pub const MAX_TIME_MS: i64 = MAX_ALARM_MS;
 
 pub const CFG_KEY: &str = "cfg";
@@ -250,7 +251,7 @@ mod tests {
     fn pad_and_clamp() {
         assert_eq!(pad(5), "0000000000005");
         assert_eq!(pad(-5), "0000000000000");
-        assert_eq!(pad(i64::MAX), "9999999999999");
+        assert_eq!(pad(i64::MAX), "9223372036000");
         assert_eq!(clamp_time(f64::NAN), 0);
         assert_eq!(clamp_time(1.9), 1);
         assert_eq!(clamp_time(1e300), MAX_TIME_MS);

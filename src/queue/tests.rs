@@ -259,6 +259,35 @@ fn negative_string_and_garbage_delays() {
     assert_eq!(sim.stats(), (1.0, 0.0, 0.0, Some(state::MAX_TIME_MS)));
 }
 
+/// `delaySeconds: 1e12` (and any time past 2262) is scheduled at the latest time the
+/// platform's alarm API accepts, instead of asking it for one it refuses after the
+/// message was stored.
+#[test]
+fn far_delays_are_scheduled_at_an_alarm_the_platform_accepts() {
+    let platform_limit = 9_223_372_036_854; // i64::MAX nanoseconds, in ms
+    for delay in [1e12, 7.45e9, 1e300, f64::INFINITY] {
+        let mut sim = Sim::new();
+        sim.enqueue(with(request("far"), "delaySeconds", Value::num(delay)));
+        let (pending, _, _, alarm_at) = sim.stats();
+        assert_eq!(pending, 1.0);
+        let alarm_at = alarm_at.expect("armed");
+        assert!(alarm_at < platform_limit, "{delay}: {alarm_at}");
+        // rearmAlarm arms the same, acceptable time.
+        sim.alarm = None;
+        let rearmed = sim.ok_rpc("rearmAlarm", vec![]);
+        assert_eq!(rearmed.get("alarmAt"), Some(&Value::num(alarm_at as f64)));
+        assert_eq!(sim.alarm, Some(alarm_at));
+    }
+    // A 503 asking for an absurd pause is rescheduled inside the limit too.
+    let mut sim = Sim::new();
+    sim.enqueue(request("m"));
+    sim.now += 1;
+    let rows = sim.claim_only();
+    let row = rows.first().expect("claimed");
+    sim.settle_row(row, &busy(r#"{"timeoutSeconds":1e300}"#));
+    assert!(sim.alarm.is_some_and(|t| t < platform_limit), "{:?}", sim.alarm);
+}
+
 #[test]
 fn timeout_seconds_redelivers_without_an_attempt() {
     let mut sim = Sim::new();
@@ -796,4 +825,53 @@ fn hostile_arguments_never_panic() {
     for (key, value) in sim.store.data.clone() {
         assert!(value.as_text().is_some_and(|text| Value::parse(text).is_ok()), "{key}");
     }
+}
+
+/// Dead letters of 2 MB payloads: a page carries at most the response budget however large
+/// the limit (1e15 used to list everything), and paging by cursor yields each once.
+#[test]
+fn dead_letter_pages_stay_within_the_response_budget() {
+    use crate::store::page::{encoded_len, RESPONSE_BUDGET_BYTES};
+    let mut sim = Sim::new();
+    for i in 0..6 {
+        let row = Value::object([("messageId", Value::str(format!("m{i}"))), ("payload", Value::Bytes(vec![1; 2_000_000]))]);
+        state::put_value(&mut sim.store, &state::dlq_key(T0 + i, &format!("m{i}")), &row).unwrap();
+    }
+    for limit in [Value::num(1e15), Value::num(1e300), Value::num(100.0)] {
+        let mut seen = Vec::new();
+        let mut cursor = None;
+        loop {
+            let mut params = vec![("limit", limit.clone())];
+            params.extend(cursor.clone().map(|c| ("cursor", c)));
+            let r = sim.ok_rpc("listDeadLetters", vec![Value::object(params)]);
+            assert!(encoded_len(&r) <= RESPONSE_BUDGET_BYTES + 256);
+            let data = r.get("data").and_then(Value::as_array).unwrap();
+            assert!(!data.is_empty() && data.len() < 6);
+            seen.extend(data.iter().map(|d| d.get("messageId").and_then(Value::as_str).unwrap().to_string()));
+            if r.get("hasMore") != Some(&Value::Bool(true)) {
+                break;
+            }
+            cursor = r.get("cursor").cloned();
+        }
+        assert_eq!(seen, ["m0", "m1", "m2", "m3", "m4", "m5"]);
+    }
+}
+
+/// `expireRun` with an invalid Date `expiredAt` answers `{deleted: n}` like the reference
+/// (which stores it as `null`, what `JSON.stringify` makes of it) instead of a 500.
+#[test]
+fn expire_run_with_an_invalid_date_answers_like_the_reference() {
+    let mut sim = Sim::new();
+    assert_eq!(sim.ok_rpc("expireRun", vec![Value::str("wrun_q"), Value::Date(None)]).to_json().unwrap(), r#"{"deleted":0}"#);
+    sim.enqueue(with(with(request("m"), "runId", Value::str("wrun_r")), "delaySeconds", Value::num(60.0)));
+    let nested = Value::object([("at", Value::Date(None))]);
+    assert_eq!(sim.ok_rpc("expireRun", vec![Value::str("wrun_r"), nested]).to_json().unwrap(), r#"{"deleted":1}"#);
+    assert_eq!(
+        state::get_value(&mut sim.store, "expired-run:wrun_q").unwrap().unwrap().to_json().unwrap(),
+        r#"{"deleted":0,"expiredAt":null}"#
+    );
+    assert_eq!(
+        state::get_value(&mut sim.store, "expired-run:wrun_r").unwrap().unwrap().to_json().unwrap(),
+        r#"{"deleted":1,"expiredAt":{"at":null}}"#
+    );
 }

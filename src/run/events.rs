@@ -4,6 +4,7 @@
 use super::keys;
 use super::records::Record;
 use super::validate::{compact, parse_object, schemas};
+use crate::store::page::{fetch_text, list_budgeted, RESPONSE_BUDGET_BYTES};
 use crate::store::{ListOptions, Store};
 use crate::wire::js::number_to_string;
 use crate::wire::{Map, RpcError, Value};
@@ -142,20 +143,29 @@ pub fn list_entries(
     desc: bool,
 ) -> Result<(Vec<(String, String)>, usize), RpcError> {
     let (read, keep) = read_sizes(limit)?;
-    let mut options = ListOptions::prefix(prefix).reverse(desc).limit(read);
-    if let Some(c) = cursor.filter(|c| !c.is_empty()) {
-        let bound = format!("{prefix}{c}");
-        options = if desc { options.end(bound) } else { options.start_after(bound) };
-    }
-    Ok((store.list(&options)?, keep))
+    Ok((store.list(&entry_options(prefix, cursor, desc).limit(read))?, keep))
 }
 
-/// Event page (§4.1): cursor = the last returned event id when more exist.
+/// The listing of `prefix` entries after (asc) or before (desc) `<prefix><cursor>`.
+fn entry_options(prefix: &str, cursor: Option<&str>, desc: bool) -> ListOptions {
+    let options = ListOptions::prefix(prefix).reverse(desc);
+    match cursor.filter(|c| !c.is_empty()) {
+        Some(c) if desc => options.end(format!("{prefix}{c}")),
+        Some(c) => options.start_after(format!("{prefix}{c}")),
+        None => options,
+    }
+}
+
+/// Event page (§4.1): cursor = the last returned event id when more exist. At most
+/// [`RESPONSE_BUDGET_BYTES`] of events beyond the first: a page the budget cut short has
+/// fewer than `limit` events, `hasMore` and the cursor of its last event.
 pub fn list_events(store: &mut dyn Store, limit: f64, cursor: Option<&str>, desc: bool) -> Result<Page, RpcError> {
-    let (entries, keep) = list_entries(store, keys::EVENT_PREFIX, limit, cursor, desc)?;
-    let has_more = entries.len() as f64 > limit;
+    let (read, keep) = read_sizes(limit)?;
+    let options = entry_options(keys::EVENT_PREFIX, cursor, desc);
+    let page = list_budgeted(store, &options, Some(read), RESPONSE_BUDGET_BYTES, fetch_text, String::len)?;
+    let has_more = page.truncated || page.entries.len() as f64 > limit;
     let mut data = Vec::new();
-    for (key, text) in entries.into_iter().take(keep) {
+    for (key, text) in page.entries.into_iter().take(keep) {
         data.push(Value::parse(&text).map_err(|e| RpcError::error(format!("corrupt record at {key}: {}", e.0)))?);
     }
     let cursor = if has_more { data.last().and_then(|e| e.get("eventId")).map(|id| crate::wire::js::to_js_string(Some(id))) } else { None };

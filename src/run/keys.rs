@@ -19,6 +19,9 @@ pub const RETENTION_INDEX_PREFIX: &str = "retention:index:";
 pub const RETENTION_HOOK_PREFIX: &str = "retention:hook:";
 pub const RETENTION_CLEANUP: &str = "retention:cleanup";
 pub const RETENTION_TOMBSTONE: &str = "retention:tombstone";
+/// Progress of a queues phase spread over several steps: `{"next": shard, "purged": n}`.
+/// Deleted when the phase ends, so it never reaches the payload phase's count.
+pub const RETENTION_QUEUES_PROGRESS: &str = "retention:queues";
 
 pub fn event(event_id: &str) -> String {
     format!("{EVENT_PREFIX}{event_id}")

@@ -5,6 +5,7 @@ use super::events::{list_entries, list_events, Page};
 use super::fence::{expired_read, retention_state};
 use super::keys;
 use crate::hop::{Args, Ctx};
+use crate::store::page::{encoded_len, RESPONSE_BUDGET_BYTES};
 use crate::store::{get_json, Store};
 use crate::wire::js::{to_js_string, truthy};
 use crate::wire::{RpcError, Value};
@@ -63,22 +64,32 @@ pub fn list_events_method(store: &mut dyn Store, ctx: &Ctx, args: Args) -> Resul
     fenced(store, ctx, |s| Ok(list_events(s, p.limit, p.cursor.as_deref(), p.desc)?.to_value()))
 }
 
-/// Page over a creation-time index, loading each entity (§4.2).
+/// Page over a creation-time index, loading each entity (§4.2). At most
+/// [`RESPONSE_BUDGET_BYTES`] of entities beyond the first: a page the budget cut short has
+/// `hasMore` and the cursor of its last entry.
 pub fn list_by_creation(store: &mut dyn Store, index_prefix: &str, entity_prefix: &str, p: &ListParams) -> Result<Page, RpcError> {
     let (entries, keep) = list_entries(store, index_prefix, p.limit, p.cursor.as_deref(), p.desc)?;
-    let has_more = entries.len() as f64 > p.limit;
-    let page: Vec<(String, String)> = entries.into_iter().take(keep).collect();
+    let mut has_more = entries.len() as f64 > p.limit;
     let mut data = Vec::new();
-    for (_, id_text) in &page {
+    let mut used = 0usize;
+    let mut last = None;
+    for (key, id_text) in entries.iter().take(keep) {
         let id = match Value::parse(id_text) {
             Ok(v) => to_js_string(Some(&v)),
             Err(_) => id_text.clone(),
         };
         if let Some(entity) = get_json::<Value>(store, &format!("{entity_prefix}{id}"))? {
+            let size = encoded_len(&entity);
+            if !data.is_empty() && used.saturating_add(size) > RESPONSE_BUDGET_BYTES {
+                has_more = true;
+                break;
+            }
+            used = used.saturating_add(size);
             data.push(entity);
         }
+        last = Some(key);
     }
-    let cursor = if has_more { page.last().and_then(|(k, _)| k.strip_prefix(index_prefix)).map(str::to_string) } else { None };
+    let cursor = if has_more { last.and_then(|k| k.strip_prefix(index_prefix)).map(str::to_string) } else { None };
     Ok(Page { data, cursor, has_more })
 }
 

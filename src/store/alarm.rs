@@ -3,9 +3,17 @@
 //! [`AlarmChange`] the call reports right after the transaction commits (the platform's
 //! alarm API is not part of `transactionSync`).
 
-/// The latest alarm time a core sets: the largest 13-digit epoch ms (year 2286), so the
-/// queue's 13-digit time keys order like the times they encode.
-pub const MAX_ALARM_MS: i64 = 9_999_999_999_999;
+/// The latest alarm time a core sets (2262-04-11T23:47:16Z). The platform's alarm API
+/// converts the time to signed 64-bit nanoseconds and throws `TypeError: This API doesn't
+/// support dates after 2189.` past [`PLATFORM_LIMIT_MS`]; every time a core schedules
+/// (queue delays, 503 `timeoutSeconds`, retention) is clamped to this first, so no call
+/// answers an error from the alarm write after its transaction committed. It also keeps
+/// the queue's 13-digit time keys ordered like the times they encode.
+pub const MAX_ALARM_MS: i64 = 9_223_372_036_000;
+
+/// The first epoch ms the platform's alarm API refuses: `i64::MAX` nanoseconds.
+pub const PLATFORM_LIMIT_MS: i64 = i64::MAX / 1_000_000;
+const _: () = assert!(MAX_ALARM_MS < PLATFORM_LIMIT_MS);
 
 /// What a core call wants done with the object's alarm after its transaction commits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,6 +75,19 @@ impl Alarm {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn alarm_times_stay_inside_what_the_platform_accepts() {
+        assert_eq!(PLATFORM_LIMIT_MS, 9_223_372_036_854);
+        for at in [i64::MAX, 10_000_000_000_000, PLATFORM_LIMIT_MS, MAX_ALARM_MS + 1] {
+            let mut a = Alarm::unknown();
+            a.set(at);
+            assert_eq!(a.change(), Some(AlarmChange::Set(MAX_ALARM_MS)), "{at}");
+        }
+        let mut a = Alarm::unknown();
+        a.set(-5);
+        assert_eq!(a.change(), Some(AlarmChange::Set(0)));
+    }
 
     #[test]
     fn alarm_changes() {

@@ -27,12 +27,14 @@ pub fn put_undefined() -> RpcError {
     RpcError::type_error("put() called with undefined value.")
 }
 
-/// A storage key argument: workerd coerces any value to a string (`undefined` → `"undefined"`).
-/// Arrays (which select the multi-key forms) and plain objects are refused with a `TypeError`
-/// instead of being mimicked.
+/// A storage key argument, coerced like JavaScript's `String(x)` as the reference's
+/// storage call does (`undefined` → `"undefined"`, a plain object → `"[object Object]"`).
+/// Arrays (which select the platform's multi-key forms), Dates and byte arrays are refused
+/// with a `TypeError`: the reference fails on a Date key too, and a key spelled from a
+/// Date's local-time text or a byte list is never what a caller meant.
 pub fn storage_key(v: Option<&Value>, what: &str) -> Result<String, RpcError> {
     match v {
-        Some(Value::Array(_) | Value::Object(_)) => Err(RpcError::type_error(format!("{what} must be a string"))),
+        Some(Value::Array(_) | Value::Date(_) | Value::Bytes(_)) => Err(RpcError::type_error(format!("{what} must be a string"))),
         other => Ok(to_js_string(other)),
     }
 }
@@ -46,5 +48,17 @@ mod tests {
         assert_eq!(to_storage_int(Some(&Value::num(2.5))), Ok(2));
         assert_eq!(to_storage_int(Some(&Value::str("x"))), Ok(0));
         assert!(to_storage_int(Some(&Value::num(2_147_483_648.0))).is_err());
+    }
+
+    #[test]
+    fn storage_keys_coerce_like_string_but_refuse_dates_arrays_bytes() {
+        let key = |v: Value| storage_key(Some(&v), "key");
+        assert_eq!(key(Value::object([("a", Value::num(1))])), Ok("[object Object]".into()));
+        assert_eq!(key(Value::num(1.5)), Ok("1.5".into()));
+        assert_eq!(key(Value::Null), Ok("null".into()));
+        assert_eq!(storage_key(None, "key"), Ok("undefined".into()));
+        for bad in [Value::date(1_577_836_800_000), Value::Date(None), Value::Array(vec![]), Value::Bytes(vec![1])] {
+            assert_eq!(key(bad), Err(RpcError::type_error("key must be a string")));
+        }
     }
 }

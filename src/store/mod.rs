@@ -16,6 +16,7 @@
 pub mod alarm;
 pub mod js_args;
 mod memory;
+pub mod page;
 pub mod read_only;
 pub mod record;
 pub mod slot;

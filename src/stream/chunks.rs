@@ -7,7 +7,8 @@
 //! any stream by name.
 
 use crate::hop::Args;
-use crate::store::{js_args, ListOptions, Store};
+use crate::store::page::{fetch_values, list_budgeted, RESPONSE_BUDGET_BYTES};
+use crate::store::{js_args, ListOptions, Store, Stored};
 use crate::wire::{js, RpcError, Value};
 
 use super::keys;
@@ -61,7 +62,8 @@ pub fn close_stream(store: &mut dyn Store, args: Args) -> Result<Value, RpcError
 /// `getChunks({startIndex, limit})` → `{chunks, done, tailIndex}`.
 ///
 /// Starts at `max(0, startIndex)` (inclusive) and returns at most `limit` chunks (all when
-/// `limit` is absent). Argument handling is the reference's JavaScript: a missing argument
+/// `limit` is absent), and at most [`RESPONSE_BUDGET_BYTES`] of them beyond the first (a
+/// short page then answers `done: false`). Argument handling is the reference's JavaScript: a missing argument
 /// is `Cannot read properties of undefined (reading 'startIndex')`, `startIndex` goes
 /// through `Math.max(0, …)` and the key is built from its decimal text, and `limit` is the
 /// platform's list limit (0, negative, `null` → `List limit must be positive.`).
@@ -79,9 +81,23 @@ pub fn get_chunks(store: &mut dyn Store, args: Args) -> Result<Value, RpcError> 
         None => None,
         Some(v) => Some(usize::try_from(js_args::to_storage_int(Some(v))?).ok().filter(|&n| n > 0).ok_or_else(RpcError::list_limit)?),
     };
-    let options = ListOptions { prefix: Some(keys::CHUNK_PREFIX.into()), start: Some(start_key), limit, ..Default::default() };
-    let chunks = store.list_values(&options)?.into_iter().map(|(key, stored)| decode_chunk(&key, stored)).collect::<Result<Vec<_>, _>>()?;
-    Ok(Value::object([("chunks", Value::Array(chunks)), ("done", Value::Bool(meta.closed)), ("tailIndex", meta.tail_index())]))
+    let options = ListOptions { prefix: Some(keys::CHUNK_PREFIX.into()), start: Some(start_key), ..Default::default() };
+    let page = list_budgeted(store, &options, limit, RESPONSE_BUDGET_BYTES, fetch_values, chunk_json_len)?;
+    let chunks = page.entries.into_iter().map(|(key, stored)| decode_chunk(&key, stored)).collect::<Result<Vec<_>, _>>()?;
+    // A page the budget cut short is never the end: `readFromStream` advances by the chunks
+    // it got and asks again; `getStreamChunks` sees `hasMore: false` (fewer than limit + 1
+    // chunks) but `done: false`, so it cannot take the stream for finished.
+    let done = meta.closed && !page.truncated;
+    Ok(Value::object([("chunks", Value::Array(chunks)), ("done", Value::Bool(done)), ("tailIndex", meta.tail_index())]))
+}
+
+/// About the length of a stored chunk in the answer: base64 in a `Uint8Array` tag for
+/// bytes, the stored text (the value's tagged JSON, plus a kind letter) otherwise.
+fn chunk_json_len(stored: &Stored) -> usize {
+    match stored {
+        Stored::Bytes(b) => b.len().div_ceil(3) * 4 + 34,
+        Stored::Text(t) => t.len() + 1,
+    }
 }
 
 /// `getInfo()` → `{tailIndex, done}`; an unknown stream is `{tailIndex: -1, done: false}`.

@@ -36,14 +36,24 @@ fn names_value(names: Vec<String>) -> Value {
     Value::Array(names.into_iter().map(Value::String).collect())
 }
 
-/// `registerStream(runId, streamName)` → `null`.
+/// `registerStream(runId, streamName)` → `null`. Unlike the other methods, a runId that is
+/// not a string is taken as the reference takes it (`registerStream(null)` registers
+/// `"undefined"` for the owner `null`, compared as `String(runId)`): only that instance's
+/// own registry is affected.
 pub fn register_stream(store: &mut dyn Store, args: Args) -> Result<Value, RpcError> {
-    let run_id = run_id(args)?;
+    let owner_value = match args.raw(0) {
+        Some(Value::String(s)) => Value::str(s.as_str()),
+        Some(v @ (Value::Null | Value::Bool(_) | Value::Number(_))) => v.clone(),
+        None => return Err(js_args::put_undefined()),
+        Some(_) => return Err(RpcError::type_error("runId must be a string")),
+    };
+    let run_id = js::to_js_string(args.raw(0));
+    let run_id = run_id.as_str();
     if is_expired(store)? {
         return Err(RpcError::error(format!("Workflow run \"{run_id}\" has expired")));
     }
     check_owner(store, run_id)?;
-    store.put(keys::REGISTRY_OWNER, &slot::encode(&Value::str(run_id)))?;
+    store.put(keys::REGISTRY_OWNER, &slot::encode(&owner_value))?;
     let name = js::to_js_string(args.raw(1));
     store.put(&keys::registered(&name), &slot::encode(&Value::Bool(true)))?;
     Ok(Value::Null)

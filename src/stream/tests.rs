@@ -277,3 +277,110 @@ fn large_chunks_roundtrip() {
     let got = st.ok("getChunks", vec![range(0.0, None)]);
     assert_eq!(got.get("chunks"), Some(&Value::Array(vec![Value::Bytes(big)])));
 }
+
+/// 40 chunks of 2,000,000 bytes: a page stays within the response budget (3 chunks, not
+/// 32 = 81 MiB), and both client read paths still see every chunk once, in order, and
+/// only take the stream for finished at its real end.
+#[test]
+fn pages_of_large_chunks_stay_within_the_response_budget() {
+    use crate::store::page::RESPONSE_BUDGET_BYTES;
+    const N: usize = 40;
+    const SIZE: usize = 2_000_000;
+    let mut st = Instance::new("stream:big");
+    let chunk = |i: usize| {
+        let mut c = vec![i as u8; SIZE];
+        c[SIZE - 1] = 0xA5;
+        c
+    };
+    for i in 0..N {
+        st.ok("writeChunk", vec![s("r1"), Value::Bytes(chunk(i))]);
+    }
+    st.ok("closeStream", vec![s("r1")]);
+    // Reads without the test store's transaction snapshot (a copy of all 80 MB per call).
+    let get = |st: &mut Instance, start: usize, limit: f64| {
+        let ctx = Ctx { now: 1_000, name: "stream:big", config: &st.config };
+        let r = call(&mut st.store, &ctx, "getChunks", Args(&[range(start as f64, Some(limit))])).unwrap();
+        let json = crate::store::page::encoded_len(&r);
+        assert!(json <= RESPONSE_BUDGET_BYTES + 64, "answer of {json} bytes");
+        let chunks: Vec<Vec<u8>> = r
+            .get("chunks")
+            .and_then(Value::as_array)
+            .unwrap()
+            .iter()
+            .map(|c| match c {
+                Value::Bytes(b) => b.clone(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        (chunks, r.get("done").and_then(Value::as_bool).unwrap())
+    };
+    let (first, done) = get(&mut st, 0, 32.0);
+    assert_eq!((first.len(), done), (3, false));
+    let r = st.ok("getChunks", vec![range(0.0, Some(32.0))]);
+    let json = r.to_json().unwrap().len();
+    assert!((8_000_000..=RESPONSE_BUDGET_BYTES).contains(&json), "{json}");
+    // No limit at all is bounded the same way.
+    let (first, done) = get(&mut st, 0, f64::from(u32::MAX >> 2));
+    assert_eq!((first.len(), done), (3, false));
+
+    // readFromStream: getChunks({startIndex: next, limit: 32}), advance by what came back,
+    // end on an empty page with done.
+    let mut next = 0;
+    let mut pages = 0;
+    loop {
+        let (chunks, done) = get(&mut st, next, 32.0);
+        pages += 1;
+        if chunks.is_empty() {
+            assert!(done);
+            break;
+        }
+        for c in chunks {
+            assert!(c == chunk(next), "chunk {next}");
+            next += 1;
+        }
+        assert!(pages < 100);
+    }
+    assert_eq!(next, N);
+
+    // getStreamChunks(limit 32): getChunks({startIndex, limit: 33}); hasMore = more than 32
+    // came back. A short page says neither hasMore nor done, until the real last page.
+    let mut start = 0;
+    loop {
+        let (chunks, done) = get(&mut st, start, 33.0);
+        let has_more = chunks.len() > 32;
+        assert!(!has_more);
+        for (i, c) in chunks.iter().enumerate() {
+            assert!(*c == chunk(start + i), "chunk {}", start + i);
+        }
+        start += chunks.len();
+        if start == N {
+            // The last page fits (one chunk): the stream is reported done.
+            assert!(done);
+            break;
+        }
+        assert!(!done, "done reported at {start} of {N}");
+    }
+    // Small chunks are unaffected: one page of everything, done.
+    let mut small = Instance::new("stream:small");
+    for i in 0..40u8 {
+        small.ok("writeChunk", vec![s("r1"), bytes(&[i; 100])]);
+    }
+    small.ok("closeStream", vec![s("r1")]);
+    let r = small.ok("getChunks", vec![range(0.0, Some(33.0))]);
+    assert_eq!(r.get("chunks").and_then(Value::as_array).map(Vec::len), Some(33));
+    assert_eq!(r.get("done"), Some(&Value::Bool(true)));
+}
+
+/// `registerStream(null)` answers like the reference (200, `"undefined"` registered for the
+/// owner `null`) instead of a TypeError; other non-string runIds are still refused.
+#[test]
+fn register_stream_takes_a_null_run_id_like_the_reference() {
+    let mut reg = Instance::new("run-streams:x");
+    assert_eq!(reg.ok("registerStream", vec![Value::Null]), Value::Null);
+    assert_eq!(reg.ok("listStreams", vec![]), Value::Array(vec![s("undefined")]));
+    assert_eq!(reg.ok("registerStream", vec![Value::Null, s("out")]), Value::Null);
+    assert_eq!(reg.err("registerStream", vec![s("wrun_B"), s("x")]).message, "Stream registry is owned by workflow run \"null\"");
+    assert_eq!(reg.err("registerStream", vec![Value::object([("a", s("b"))])]).message, "runId must be a string");
+    assert_eq!(reg.err("registerStream", vec![]).message, "put() called with undefined value.");
+    assert_eq!(reg.ok("listStreams", vec![]), Value::Array(vec![s("out"), s("undefined")]));
+}

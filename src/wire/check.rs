@@ -1,7 +1,9 @@
 //! The router's body check without building the argument tree: the same verdicts as
 //! [`Value::parse`](super::Value::parse) (malformed JSON, undecodable `Uint8Array` tag,
 //! top-level kind) at a fraction of the cost, since the Durable Object parses the
-//! forwarded text again anyway. It also enforces [`MAX_VALUES`].
+//! forwarded text again anyway. It also enforces [`MAX_VALUES`] and, like the codec,
+//! [`MAX_DEPTH`] levels of nesting, and reads numbers beyond a double's range as
+//! `JSON.parse` does (±Infinity).
 
 use std::borrow::Cow;
 use std::cell::Cell;
@@ -10,6 +12,7 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
 use super::base64;
+use super::value::MAX_DEPTH;
 
 /// Most JSON values (of any kind, at any depth) one request body may hold. A Durable
 /// Object decodes the body into a tree of values inside the isolate's 128 MB, so a 32 MiB
@@ -51,13 +54,28 @@ impl Budget {
     }
 }
 
-/// Checks one value; answers whether it was an array.
+/// Checks one value (inside `depth` arrays and objects); answers whether it was an array.
 #[derive(Clone, Copy)]
-struct Check<'b>(&'b Budget);
+struct Check<'b> {
+    budget: &'b Budget,
+    depth: usize,
+}
+
+impl Check<'_> {
+    /// Entering an array or object: counts it, refuses the level past [`MAX_DEPTH`], and
+    /// gives the checker of its members.
+    fn enter<E: de::Error>(self) -> Result<Self, E> {
+        self.budget.take()?;
+        if self.depth >= MAX_DEPTH {
+            return Err(E::custom("nesting too deep"));
+        }
+        Ok(Check { budget: self.budget, depth: self.depth + 1 })
+    }
+}
 
 /// Checks one member value, keeping it if it is a string (a tag's `__type` or `data`).
 #[derive(Clone, Copy)]
-struct Member<'b>(&'b Budget);
+struct Member<'b>(Check<'b>);
 
 enum MemberValue<'a> {
     Str(Cow<'a, str>),
@@ -78,42 +96,42 @@ impl<'de> Visitor<'de> for Check<'_> {
         f.write_str("a JSON value")
     }
     fn visit_bool<E: de::Error>(self, _: bool) -> Result<bool, E> {
-        self.0.take().map(|_| false)
+        self.budget.take().map(|_| false)
     }
     fn visit_i64<E: de::Error>(self, _: i64) -> Result<bool, E> {
-        self.0.take().map(|_| false)
+        self.budget.take().map(|_| false)
     }
     fn visit_u64<E: de::Error>(self, _: u64) -> Result<bool, E> {
-        self.0.take().map(|_| false)
+        self.budget.take().map(|_| false)
     }
     fn visit_f64<E: de::Error>(self, _: f64) -> Result<bool, E> {
-        self.0.take().map(|_| false)
+        self.budget.take().map(|_| false)
     }
     fn visit_str<E: de::Error>(self, _: &str) -> Result<bool, E> {
-        self.0.take().map(|_| false)
+        self.budget.take().map(|_| false)
     }
     fn visit_unit<E: de::Error>(self) -> Result<bool, E> {
-        self.0.take().map(|_| false)
+        self.budget.take().map(|_| false)
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<bool, A::Error> {
-        self.0.take()?;
-        while seq.next_element_seed(self)?.is_some() {}
+        let inner = self.enter()?;
+        while seq.next_element_seed(inner)?.is_some() {}
         Ok(true)
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
-        self.0.take()?;
+        let inner = self.enter()?;
         // Duplicate keys: the last one wins, as in JSON.parse.
         let mut is_bytes_tag = false;
         let mut data: Option<MemberValue<'de>> = None;
         while let Some(key) = map.next_key::<Cow<'de, str>>()? {
             match key.as_ref() {
                 "__type" => {
-                    let v = map.next_value_seed(Member(self.0))?;
+                    let v = map.next_value_seed(Member(inner))?;
                     is_bytes_tag = matches!(&v, MemberValue::Str(s) if s == "Uint8Array");
                 }
-                "data" => data = Some(map.next_value_seed(Member(self.0))?),
+                "data" => data = Some(map.next_value_seed(Member(inner))?),
                 _ => {
-                    map.next_value_seed(self)?;
+                    map.next_value_seed(inner)?;
                 }
             }
         }
@@ -140,34 +158,34 @@ impl<'de> Visitor<'de> for Member<'_> {
         f.write_str("a JSON value")
     }
     fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Self::Value, E> {
-        self.0.take().map(|_| MemberValue::Str(Cow::Borrowed(s)))
+        self.0.budget.take().map(|_| MemberValue::Str(Cow::Borrowed(s)))
     }
     fn visit_str<E: de::Error>(self, s: &str) -> Result<Self::Value, E> {
-        self.0.take().map(|_| MemberValue::Str(Cow::Owned(s.to_string())))
+        self.0.budget.take().map(|_| MemberValue::Str(Cow::Owned(s.to_string())))
     }
     fn visit_string<E: de::Error>(self, s: String) -> Result<Self::Value, E> {
-        self.0.take().map(|_| MemberValue::Str(Cow::Owned(s)))
+        self.0.budget.take().map(|_| MemberValue::Str(Cow::Owned(s)))
     }
     fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
-        self.0.take().map(|_| MemberValue::Other)
+        self.0.budget.take().map(|_| MemberValue::Other)
     }
     fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
-        self.0.take().map(|_| MemberValue::Other)
+        self.0.budget.take().map(|_| MemberValue::Other)
     }
     fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
-        self.0.take().map(|_| MemberValue::Other)
+        self.0.budget.take().map(|_| MemberValue::Other)
     }
     fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
-        self.0.take().map(|_| MemberValue::Other)
+        self.0.budget.take().map(|_| MemberValue::Other)
     }
     fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-        self.0.take().map(|_| MemberValue::Other)
+        self.0.budget.take().map(|_| MemberValue::Other)
     }
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-        Check(self.0).visit_seq(seq).map(|_| MemberValue::Other)
+        self.0.visit_seq(seq).map(|_| MemberValue::Other)
     }
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-        Check(self.0).visit_map(map).map(|_| MemberValue::Other)
+        self.0.visit_map(map).map(|_| MemberValue::Other)
     }
 }
 
@@ -178,9 +196,23 @@ pub fn check(text: &str) -> Verdict {
 
 fn check_with_limit(text: &str, limit: usize) -> Verdict {
     let text = super::value::replace_lone_surrogates(text);
+    match check_text(&text, limit) {
+        // Numbers beyond a double's range are ±Infinity for `JSON.parse`, as in the codec.
+        Verdict::Malformed => match super::value::mask_infinite_numbers(&text) {
+            Some((masked, _)) => check_text(&masked, limit),
+            None => Verdict::Malformed,
+        },
+        verdict => verdict,
+    }
+}
+
+fn check_text(text: &str, limit: usize) -> Verdict {
     let budget = Budget { left: Cell::new(limit), exceeded: Cell::new(false) };
-    let mut de = serde_json::Deserializer::from_str(&text);
-    let result = Check(&budget).deserialize(&mut de).and_then(|is_array| de.end().map(|_| is_array));
+    let mut de = serde_json::Deserializer::from_str(text);
+    // The checker bounds nesting itself ([`MAX_DEPTH`]), refusing the level past it before
+    // descending.
+    de.disable_recursion_limit();
+    let result = Check { budget: &budget, depth: 0 }.deserialize(&mut de).and_then(|is_array| de.end().map(|_| is_array));
     match result {
         _ if budget.exceeded.get() => Verdict::TooManyValues,
         Ok(true) => Verdict::Array,
@@ -237,11 +269,33 @@ mod tests {
             r#"["\ud8"]"#,
             "[\"\\u00e9\"]",
             "[1e400]",
+            "[-1e400,\"1e400\",{\"a\":1e999}]",
+            "[1e400",
+            "[01e400]",
+            "[1e-400]",
             "[-0]",
             r#"{"__type":"Uint8Array","data":"AQID"}"#,
         ];
         for text in cases {
             assert_eq!(check(text), parse_verdict(text), "{text}");
+        }
+        let big = format!("[{}]", "9".repeat(10_000));
+        assert_eq!(check(&big), Verdict::Array);
+        assert_eq!(parse_verdict(&big), Verdict::Array);
+    }
+
+    #[test]
+    fn nesting_limit_is_exactly_max_depth() {
+        let arrays = |d: usize| format!("{}{}", "[".repeat(d), "]".repeat(d));
+        let objects = |d: usize| format!("[{}1{}]", r#"{"a":"#.repeat(d - 1), "}".repeat(d - 1));
+        let tags = |d: usize| format!("[{}{{\"__type\":\"Uint8Array\",\"data\":\"AQ==\"}}{}]", "[".repeat(d - 2), "]".repeat(d - 2));
+        for text in [arrays(128), objects(128), tags(128)] {
+            assert_eq!(check(&text), Verdict::Array);
+            assert_eq!(parse_verdict(&text), Verdict::Array);
+        }
+        for text in [arrays(129), objects(129), tags(129), arrays(1_000_000)] {
+            assert_eq!(check(&text), Verdict::Malformed);
+            assert_eq!(parse_verdict(&text), Verdict::Malformed);
         }
     }
 

@@ -50,7 +50,8 @@ impl Serialize for Value {
 impl<'de> Deserialize<'de> for Value {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
         use serde::de::DeserializeSeed;
-        super::value::Revive { date_key: false, dates: true }.deserialize(d)
+        let infinities = super::value::Infinities::default();
+        super::value::Revive { date_key: false, dates: true, depth: 0, infinities: &infinities }.deserialize(d)
     }
 }
 

@@ -89,24 +89,17 @@ impl Value {
     }
 
     /// Parse a tagged-JSON document (the whole text), reviving tags bottom-up in one pass
-    /// (no intermediate JSON tree).
+    /// (no intermediate JSON tree). Like `JSON.parse`, a number beyond the range of a
+    /// double is ±Infinity; nesting deeper than [`MAX_DEPTH`] is refused.
     pub fn parse(text: &str) -> Result<Value, DecodeError> {
-        use serde::de::DeserializeSeed;
         let text = replace_lone_surrogates(text);
-        let mut de = serde_json::Deserializer::from_str(&text);
-        let value = Revive { date_key: false, dates: true }.deserialize(&mut de).map_err(|e| DecodeError(e.to_string()))?;
-        de.end().map_err(|e| DecodeError(e.to_string()))?;
-        Ok(value)
+        parse_revived(&text, true)
     }
 
     /// Like [`Value::parse`] but reviving only the two tag forms, not date-like strings
     /// under the date keys.
     pub fn parse_tags(text: &str) -> Result<Value, DecodeError> {
-        use serde::de::DeserializeSeed;
-        let mut de = serde_json::Deserializer::from_str(text);
-        let value = Revive { date_key: false, dates: false }.deserialize(&mut de).map_err(|e| DecodeError(e.to_string()))?;
-        de.end().map_err(|e| DecodeError(e.to_string()))?;
-        Ok(value)
+        parse_revived(text, false)
     }
 
     /// The value an object becomes once its members are decoded: a Date or byte array for
@@ -191,6 +184,128 @@ impl Value {
     }
 }
 
+/// Deepest nesting of arrays and objects a document may have: a top-level array is level
+/// 1, so `[[1]]` has 2 levels. Each level costs native stack while decoding and later
+/// while encoding or dropping the tree.
+pub const MAX_DEPTH: usize = 128;
+
+/// Runs the codec's visitor over `text`; if it fails only because some numbers lie beyond
+/// the range of a double, runs it again on the text with those numbers masked.
+fn parse_revived(text: &str, dates: bool) -> Result<Value, DecodeError> {
+    let run = |text: &str, infinities: &Infinities| {
+        use serde::de::DeserializeSeed;
+        let mut de = serde_json::Deserializer::from_str(text);
+        // Depth is bounded by the visitor ([`MAX_DEPTH`]), which refuses the level past it
+        // before descending.
+        de.disable_recursion_limit();
+        let value = Revive { date_key: false, dates, depth: 0, infinities }.deserialize(&mut de).map_err(|e| DecodeError(e.to_string()))?;
+        de.end().map_err(|e| DecodeError(e.to_string()))?;
+        Ok(value)
+    };
+    match run(text, &Infinities::default()) {
+        Err(e) => match mask_infinite_numbers(text) {
+            Some((masked, infinities)) => run(&masked, &infinities),
+            None => Err(e),
+        },
+        ok => ok,
+    }
+}
+
+/// Numbers of a document that are ±Infinity for `JSON.parse` (`1e400`, a 400-digit
+/// integer), by their position among all numbers of the document in text order, which is
+/// the order a visitor sees them in. `next` counts the numbers seen so far.
+#[derive(Default)]
+pub(crate) struct Infinities {
+    at: Vec<(usize, f64)>,
+    next: std::cell::Cell<usize>,
+}
+
+impl Infinities {
+    /// The value of the next number of the document, given as `n` by the parser.
+    fn number(&self, n: f64) -> f64 {
+        let index = self.next.get();
+        self.next.set(index + 1);
+        match self.at.binary_search_by_key(&index, |&(i, _)| i) {
+            Ok(found) => self.at.get(found).map_or(n, |&(_, inf)| inf),
+            Err(_) => n,
+        }
+    }
+}
+
+/// serde_json refuses numbers beyond the range of a double, where `JSON.parse` reads
+/// ±Infinity. The text with each such number (a valid JSON number token outside a string)
+/// replaced by `0`, and where they were; `None` if there is none. Malformed text stays
+/// malformed: only well-formed number tokens are touched.
+pub(crate) fn mask_infinite_numbers(text: &str) -> Option<(String, Infinities)> {
+    let b = text.as_bytes();
+    let mut masked = String::new();
+    let mut at = Vec::new();
+    let (mut i, mut copied, mut ordinal) = (0, 0, 0);
+    while let Some(&c) = b.get(i) {
+        match c {
+            b'"' => {
+                i += 1;
+                while let Some(&c) = b.get(i) {
+                    i += if c == b'\\' { 2 } else { 1 };
+                    if c == b'"' {
+                        break;
+                    }
+                }
+            }
+            b'-' | b'0'..=b'9' => {
+                let start = i;
+                i += 1;
+                while b.get(i).is_some_and(|c| matches!(c, b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-')) {
+                    i += 1;
+                }
+                let token = text.get(start..i).unwrap_or("");
+                if is_json_number(token) {
+                    if let Some(inf) = token.parse::<f64>().ok().filter(|n| n.is_infinite()) {
+                        masked.push_str(text.get(copied..start).unwrap_or(""));
+                        masked.push('0');
+                        copied = i;
+                        at.push((ordinal, inf));
+                    }
+                    ordinal += 1;
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    if at.is_empty() {
+        return None;
+    }
+    masked.push_str(text.get(copied..).unwrap_or(""));
+    Some((masked, Infinities { at, next: std::cell::Cell::new(0) }))
+}
+
+/// Whether `t` is a number in JSON's grammar: `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`.
+fn is_json_number(t: &str) -> bool {
+    let digits = |s: &str| s.bytes().take_while(u8::is_ascii_digit).count();
+    let t = t.strip_prefix('-').unwrap_or(t);
+    let int = digits(t);
+    if int == 0 || (int > 1 && t.starts_with('0')) {
+        return false;
+    }
+    let mut rest = t.get(int..).unwrap_or("");
+    if let Some(frac) = rest.strip_prefix('.') {
+        let n = digits(frac);
+        if n == 0 {
+            return false;
+        }
+        rest = frac.get(n..).unwrap_or("");
+    }
+    if let Some(exp) = rest.strip_prefix(['e', 'E']) {
+        let exp = exp.strip_prefix(['+', '-']).unwrap_or(exp);
+        let n = digits(exp);
+        if n == 0 {
+            return false;
+        }
+        rest = exp.get(n..).unwrap_or("");
+    }
+    rest.is_empty()
+}
+
 /// `JSON.parse` accepts `\uD800`-style escapes of unpaired UTF-16 surrogates; Rust strings
 /// cannot hold them (and serde_json refuses them). Rewrite each unpaired surrogate escape
 /// to `\uFFFD`, the replacement character, so such bodies decode instead of failing.
@@ -239,21 +354,39 @@ pub fn replace_lone_surrogates(text: &str) -> std::borrow::Cow<'_, str> {
 
 /// Decodes one value the codec's way; `date_key` says whether it is the member of one of
 /// the [`DATE_KEYS`] (whose date-like strings become Dates).
-pub(crate) struct Revive {
+pub(crate) struct Revive<'a> {
     pub date_key: bool,
     /// Whether the date-key fallback applies at all (off for re-reading our own
     /// serialized records, whose string members are never dates).
     pub dates: bool,
+    /// Arrays and objects around this value.
+    pub depth: usize,
+    /// Numbers to read as ±Infinity.
+    pub infinities: &'a Infinities,
 }
 
-impl<'de> serde::de::DeserializeSeed<'de> for Revive {
+impl Revive<'_> {
+    /// The seed for a member of the container this visitor is decoding.
+    fn member(&self, date_key: bool) -> Self {
+        Revive { date_key, dates: self.dates, depth: self.depth + 1, infinities: self.infinities }
+    }
+
+    fn enter<E: serde::de::Error>(&self) -> Result<(), E> {
+        if self.depth >= MAX_DEPTH {
+            return Err(E::custom(format_args!("nesting deeper than {MAX_DEPTH} levels")));
+        }
+        Ok(())
+    }
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Revive<'_> {
     type Value = Value;
     fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
         d.deserialize_any(self)
     }
 }
 
-impl<'de> serde::de::Visitor<'de> for Revive {
+impl<'de> serde::de::Visitor<'de> for Revive<'_> {
     type Value = Value;
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
@@ -266,13 +399,13 @@ impl<'de> serde::de::Visitor<'de> for Revive {
         Ok(Value::Bool(b))
     }
     fn visit_i64<E>(self, n: i64) -> Result<Value, E> {
-        Ok(Value::Number(n as f64))
+        Ok(Value::Number(self.infinities.number(n as f64)))
     }
     fn visit_u64<E>(self, n: u64) -> Result<Value, E> {
-        Ok(Value::Number(n as f64))
+        Ok(Value::Number(self.infinities.number(n as f64)))
     }
     fn visit_f64<E>(self, n: f64) -> Result<Value, E> {
-        Ok(Value::Number(n))
+        Ok(Value::Number(self.infinities.number(n)))
     }
     fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Value, E> {
         self.visit_string(s.to_string())
@@ -286,17 +419,19 @@ impl<'de> serde::de::Visitor<'de> for Revive {
         Ok(Value::String(s))
     }
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        self.enter()?;
         let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
-        while let Some(v) = seq.next_element_seed(Revive { date_key: false, dates: self.dates })? {
+        while let Some(v) = seq.next_element_seed(self.member(false))? {
             items.push(v);
         }
         Ok(Value::Array(items))
     }
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
+        self.enter()?;
         let mut map = Map::new();
         while let Some(key) = access.next_key::<String>()? {
             let date_key = self.dates && DATE_KEYS.contains(&key.as_str());
-            let value = access.next_value_seed(Revive { date_key, dates: self.dates })?;
+            let value = access.next_value_seed(self.member(date_key))?;
             // A duplicate key: the last one wins, as in JSON.parse.
             map.insert(key, value);
         }
@@ -393,6 +528,47 @@ mod tests {
         assert_eq!(rt("[1.0,-0,1.5,1e21,12345678901234]"), "[1,0,1.5,1e+21,12345678901234]");
         assert_eq!(rt("[0.000001,2.5e-6,1e-7,123456789012345680000,-0.5]"), "[0.000001,0.0000025,1e-7,123456789012345680000,-0.5]");
         assert_eq!(rt(r#"["\u0000\u001f\b\f\n\r\t\"\\/é\u2028"]"#), "[\"\\u0000\\u001f\\b\\f\\n\\r\\t\\\"\\\\/é\u{2028}\"]");
+    }
+
+    #[test]
+    fn numbers_beyond_a_double_are_infinities_like_json_parse() {
+        let v = Value::parse(r#"["k",1e400,-1e400,{"a":[2,1E+999,"1e400",-0.5e99999]},3]"#).unwrap();
+        let inf = f64::INFINITY;
+        let want = Value::Array(vec![
+            Value::str("k"),
+            Value::num(inf),
+            Value::num(-inf),
+            Value::object([("a", Value::Array(vec![Value::num(2), Value::num(inf), Value::str("1e400"), Value::num(-inf)]))]),
+            Value::num(3),
+        ]);
+        assert_eq!(v, want);
+        // JSON.stringify writes them as null.
+        assert_eq!(v.to_json().unwrap(), r#"["k",null,null,{"a":[2,null,"1e400",null]},3]"#);
+        // A 10,000-digit integer, and one in a string with an escaped quote before it.
+        let big = format!("[\"\\\"\",{}, -{}]", "9".repeat(10_000), "1".repeat(400));
+        assert_eq!(Value::parse(&big).unwrap(), Value::Array(vec![Value::str("\""), Value::num(inf), Value::num(-inf)]));
+        // Underflow is 0, as in JSON.parse; malformed numbers stay malformed.
+        assert_eq!(Value::parse("[1e-400]").unwrap(), Value::Array(vec![Value::num(0)]));
+        for bad in ["[01e400]", "[1e400.]", "[1e400", "[1e400,]", "[+1e400]", "[1e400 1]", "[.1e400]", "[1e+]", "[--1e400]"] {
+            assert!(Value::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    /// `depth` nested arrays around a 1.
+    fn nested(depth: usize) -> String {
+        format!("{}1{}", "[".repeat(depth), "]".repeat(depth))
+    }
+
+    #[test]
+    fn nesting_up_to_max_depth_is_accepted() {
+        assert_eq!(MAX_DEPTH, 128);
+        assert_eq!(rt(&nested(128)), nested(128));
+        assert!(Value::parse(&nested(129)).is_err());
+        let objects = |d: usize| format!("[{}1{}]", r#"{"a":"#.repeat(d - 1), "}".repeat(d - 1));
+        assert_eq!(rt(&objects(128)), objects(128));
+        assert!(Value::parse(&objects(129)).is_err());
+        assert!(Value::parse(&nested(100_000)).is_err());
+        assert!(Value::parse_tags(&nested(129)).is_err());
     }
 
     #[test]

@@ -7,7 +7,9 @@
 
 use futures_util::future::join_all;
 
-use super::phases::{change_phase, next_step, record_failure, store_deleted_streams, Step};
+use super::phases::{
+    change_phase, finish_queues, next_step, record_failure, store_deleted_streams, store_queue_progress, Step, QUEUE_SHARDS_PER_STEP,
+};
 use super::record::{CleanupArgs, Phase};
 use crate::run::keys;
 use crate::run::records::Record;
@@ -62,17 +64,22 @@ async fn streams_phase<H: CleanupHost>(host: &H, run_id: &str, due_ms: i64) -> R
     Ok(())
 }
 
-async fn queues_phase<H: CleanupHost>(host: &H, run_id: &str, due_ms: i64, shards: u32) -> Result<(), RpcError> {
-    let mut purged = 0.0;
-    for shard in 0..shards {
+/// One step of the queues phase: shards `from..` up to [`QUEUE_SHARDS_PER_STEP`] of them.
+/// Returns whether the phase finished (else its progress is stored and the alarm armed).
+async fn queues_phase<H: CleanupHost>(host: &H, run_id: &str, due_ms: i64, shards: u32, from: u32, purged: f64) -> Result<bool, RpcError> {
+    let mut purged = purged;
+    let end = from.saturating_add(QUEUE_SHARDS_PER_STEP).min(shards);
+    for shard in from..end {
         let answer =
             host.call(Binding::Queue, &format!("q:{shard}"), "expireRun", vec![Value::str(run_id), Value::num(due_ms as f64)]).await?;
         purged += answer.get("deleted").map_or(Ok(0.0), |v| number(v, "queue expireRun"))?;
     }
-    let mut extra = Map::new();
-    extra.insert("deletedQueueMessages".into(), Value::num(purged));
-    host.transact(|s, _, _| change_phase(s, Phase::Queues, Phase::Payload, extra)).await?;
-    Ok(())
+    if end < shards {
+        host.transact(|s, now, alarm| store_queue_progress(s, now, end, purged, alarm)).await?;
+        return Ok(false);
+    }
+    host.transact(|s, _, _| finish_queues(s, purged)).await?;
+    Ok(true)
 }
 
 /// Run the loop until it stops; an `Err` is a failed phase (to be recorded).
@@ -85,7 +92,11 @@ pub async fn run_loop<H: CleanupHost>(host: &H) -> Result<(), RpcError> {
                 host.transact(|s, _, _| change_phase(s, Phase::Index, Phase::Streams, Map::new())).await?;
             }
             Step::Streams { run_id, due_ms } => streams_phase(host, &run_id, due_ms).await?,
-            Step::Queues { run_id, due_ms, shards } => queues_phase(host, &run_id, due_ms, shards).await?,
+            Step::Queues { run_id, due_ms, shards, from, purged } => {
+                if !queues_phase(host, &run_id, due_ms, shards, from, purged).await? {
+                    return Ok(());
+                }
+            }
         }
     }
 }

@@ -12,7 +12,7 @@ pub mod driver;
 mod phases;
 mod record;
 
-pub use phases::{change_phase, next_step, record_failure, store_deleted_streams, Step};
+pub use phases::{change_phase, finish_queues, next_step, record_failure, store_deleted_streams, store_queue_progress, Step};
 pub use record::{CleanupArgs, Phase};
 
 use super::keys;

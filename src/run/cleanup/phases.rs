@@ -13,6 +13,10 @@ pub const PAYLOAD_BATCH: usize = 256;
 /// Queue shards the queues phase visits at most. The client uses a handful; the bound keeps
 /// a corrupt or hostile `queueShards` from turning one phase into millions of calls.
 pub const MAX_QUEUE_SHARDS: u32 = 1024;
+/// Queue shards one step of the queues phase visits (one `expireRun` call each, ~10 ms):
+/// more continue from the next alarm, as payload batches do, so one `cleanupNow` or alarm
+/// invocation stays short whatever `queueShards` says.
+pub const QUEUE_SHARDS_PER_STEP: u32 = 32;
 /// Retry delay cap after a failed phase.
 pub const MAX_RETRY_DELAY_MS: i64 = 3_600_000;
 
@@ -26,8 +30,10 @@ pub enum Step {
     Index { request: Value },
     /// Expire the run's streams (registry, each stream, finalize), then `streams` → `queues`.
     Streams { run_id: String, due_ms: i64 },
-    /// Call `expireRun(runId, dueMs)` on shards `0..shards`, then `queues` → `payload`.
-    Queues { run_id: String, due_ms: i64, shards: u32 },
+    /// Call `expireRun(runId, dueMs)` on shards `from..shards` (at most
+    /// [`QUEUE_SHARDS_PER_STEP`] of them now), adding to `purged`; when the last shard is
+    /// done, `queues` → `payload`.
+    Queues { run_id: String, due_ms: i64, shards: u32, from: u32, purged: f64 },
 }
 
 fn load(store: &mut dyn Store) -> Result<Option<Record>, RpcError> {
@@ -65,6 +71,26 @@ pub fn record_failure(store: &mut dyn Store, now: i64, message: &str, alarm: &mu
     let delay = (1000i64 << exponent).min(MAX_RETRY_DELAY_MS);
     alarm.set(now.saturating_add(delay));
     Ok(())
+}
+
+/// The queues phase got as far as shard `next` (exclusive) with `purged` messages deleted:
+/// kept for the next step, which the alarm runs at once. Only while the phase is `queues`.
+pub fn store_queue_progress(store: &mut dyn Store, now: i64, next: u32, purged: f64, alarm: &mut Alarm) -> Result<(), RpcError> {
+    let Some(record) = load(store)? else { return Ok(()) };
+    if Phase::of(&record) == Some(Phase::Queues) {
+        let progress = Value::object([("next", Value::num(next)), ("purged", Value::num(purged))]);
+        put_json(store, keys::RETENTION_QUEUES_PROGRESS, &progress)?;
+        alarm.set(now + 1);
+    }
+    Ok(())
+}
+
+/// The queues phase is over: `queues` → `payload` with the total, progress dropped.
+pub fn finish_queues(store: &mut dyn Store, purged: f64) -> Result<bool, RpcError> {
+    store.delete(keys::RETENTION_QUEUES_PROGRESS)?;
+    let mut extra = Map::new();
+    extra.insert("deletedQueueMessages".into(), Value::num(purged));
+    change_phase(store, Phase::Queues, Phase::Payload, extra)
 }
 
 /// The streams phase's count, stored only while the phase is still `streams`.
@@ -162,7 +188,12 @@ pub fn next_step(store: &mut dyn Store, now: i64, alarm: &mut Alarm) -> Result<S
             Phase::Queues => {
                 let shards = record.num("queueShards").unwrap_or(f64::NAN);
                 let shards = if shards > 0.0 { shards.ceil().min(f64::from(MAX_QUEUE_SHARDS)) as u32 } else { 0 };
-                return Ok(Step::Queues { run_id, due_ms, shards });
+                let progress = store.get(keys::RETENTION_QUEUES_PROGRESS)?.and_then(|t| serde_json::from_str::<Value>(&t).ok());
+                let member =
+                    |k: &str| progress.as_ref().and_then(|p| p.get(k)).and_then(Value::as_f64).filter(|n| n.is_finite() && *n >= 0.0);
+                let from = member("next").map_or(0, |n| n.min(f64::from(shards)) as u32);
+                let purged = member("purged").unwrap_or(0.0);
+                return Ok(Step::Queues { run_id, due_ms, shards, from, purged });
             }
             Phase::Payload => {
                 if payload_batch(store, &mut record, &run_id, now)? > 0 {

@@ -448,3 +448,43 @@ fn cleanup_now_on_a_live_run_does_nothing() {
     assert_eq!(w.run_call("rearmCleanup", vec![]).unwrap(), Value::Null);
     assert_eq!(w.run_alarm.get(), None);
 }
+
+/// `cleanupNow` with `queueShards: 1e9` (capped at 1024 shards) visits at most
+/// QUEUE_SHARDS_PER_STEP shards in the call itself; the alarm continues in steps of the
+/// same size, and the finished record is the one an unpaged run gives.
+#[test]
+fn cleanup_now_visits_queue_shards_in_bounded_steps() {
+    use super::phases::{MAX_QUEUE_SHARDS, QUEUE_SHARDS_PER_STEP};
+    let queue_calls = |w: &World| w.calls.borrow().iter().filter(|c| c.contains(".expireRun") && c.contains("/q:")).count();
+    let finished = |shards: &str| {
+        let w = World::new();
+        w.populate(0);
+        let far = v(&format!(
+            r#"{{"messageId":"msg_far","queueName":"q","pathname":"flow","body":"{{}}","runId":"{RUN}","delaySeconds":60,"config":{{"targetBaseUrl":"http://127.0.0.1:1","queueShards":1024}}}}"#
+        ));
+        w.peer(Binding::Queue, "q:700", "enqueue", vec![far]).unwrap();
+        w.calls.borrow_mut().clear();
+        let record = w.run_call("cleanupNow", vec![v(&format!(r#"{{"retentionMs":1,"queueShards":{shards}}}"#))]).unwrap();
+        let first_call = queue_calls(&w);
+        let mut steps = 1;
+        while w.fire_alarm() {
+            steps += 1;
+            assert!(queue_calls(&w) <= steps * QUEUE_SHARDS_PER_STEP as usize);
+            assert!(steps < 200);
+        }
+        assert!(!w.run_keys().iter().any(|k| k.as_str() == crate::run::keys::RETENTION_QUEUES_PROGRESS));
+        (record, first_call, queue_calls(&w), w.status())
+    };
+    let (record, first_call, total, done) = finished("1e9");
+    assert_eq!(first_call, QUEUE_SHARDS_PER_STEP as usize);
+    assert_eq!(phase(&record), "queues", "{}", record.to_json().unwrap());
+    assert_eq!(total, MAX_QUEUE_SHARDS as usize);
+    assert_eq!(phase(&done), "tombstoned");
+    assert_eq!(num(&done, "deletedQueueMessages"), 2.0);
+    // The same run cleaned with a shard count that fits one step.
+    let (_, first_call, total, small) = finished("2");
+    assert_eq!((first_call, total), (2, 2));
+    assert_eq!(num(&small, "deletedQueueMessages"), 1.0);
+    assert_eq!(num(&done, "deletedPayloadKeys"), num(&small, "deletedPayloadKeys"));
+    assert_eq!(num(&done, "deletedStreams"), num(&small, "deletedStreams"));
+}

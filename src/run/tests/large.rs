@@ -48,3 +48,46 @@ fn a_payload_over_the_limit_fails_and_writes_nothing() {
     assert_eq!(err.message, "string or blob too big: SQLITE_TOOBIG");
     assert_eq!(h.store.data.len(), before.len());
 }
+
+/// 6 steps with 2 MB inputs (16 MB of events, 16 MB of steps): `listEvents`,
+/// `listSteps` answer at most the response budget per page, even for a limit of 1e15,
+/// and paging by cursor still yields every entry once.
+#[test]
+fn pages_of_large_events_and_steps_stay_within_the_response_budget() {
+    use crate::store::page::{encoded_len, RESPONSE_BUDGET_BYTES};
+    let mut h = Harness::new();
+    h.create_run();
+    let data = base64::encode(&vec![7u8; 2_000_000]);
+    for i in 0..6 {
+        h.apply(&format!(
+            r#"{{"eventType":"step_created","specVersion":6,"correlationId":"s{i}","eventData":{{"stepName":"s","input":{{"__type":"Uint8Array","data":"{data}"}}}}}}"#
+        ));
+    }
+    for (method, id, total) in [("listEvents", "eventId", 7), ("listSteps", "stepId", 6)] {
+        for limit in ["1e15", "null"] {
+            let mut seen: Vec<String> = Vec::new();
+            let mut cursor = Value::Null;
+            let mut pages = 0;
+            loop {
+                let out = h.read(method, vec![v(&format!(r#"{{"limit":{limit},"cursor":{}}}"#, json(&cursor)))]);
+                let page = out.get("value").cloned().unwrap();
+                assert!(encoded_len(&page) <= RESPONSE_BUDGET_BYTES + 256, "{method} page of {} bytes", encoded_len(&page));
+                let data = page.get("data").and_then(Value::as_array).unwrap();
+                assert!(!data.is_empty());
+                seen.extend(data.iter().map(|e| s(e, id).to_string()));
+                pages += 1;
+                cursor = page.get("cursor").cloned().unwrap();
+                if page.get("hasMore") != Some(&Value::Bool(true)) {
+                    break;
+                }
+                // The event id, or the step's creation-index key `<createdAt>:<stepId>`.
+                let last = seen.last().unwrap();
+                assert!(cursor.as_str().is_some_and(|c| c == last || c.ends_with(&format!(":{last}"))), "{method}: {cursor:?}");
+            }
+            let mut unique = seen.clone();
+            unique.dedup();
+            assert_eq!((seen.len(), unique.len()), (total, total), "{method} {limit}: {seen:?}");
+            assert!(pages >= 2, "{method} {limit}: {pages} pages");
+        }
+    }
+}
