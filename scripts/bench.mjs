@@ -3,6 +3,7 @@
 //
 //   node scripts/bench.mjs                  every throughput workload (events, streams, queue)
 //   node scripts/bench.mjs queue events     selected workloads
+//   node scripts/bench.mjs --runs N ...     repeat the selected workloads N times
 //   node scripts/bench.mjs --http ...       drive the worker with node:http keep-alive instead
 //                                           of Node's global fetch (the real client's
 //                                           transport, the default; fetch costs ~1 ms of
@@ -23,7 +24,7 @@ import { startWorker } from "../tests/lib/harness.mjs";
 import { eventsWorkload } from "./bench/events.mjs";
 import { queueWorkload } from "./bench/queue.mjs";
 import { streamsWorkload } from "./bench/streams.mjs";
-import { compareFiles, cpuMode } from "./bench/cpu.mjs";
+import { CPU_WORKLOADS, compareFiles, cpuMode } from "./bench/cpu.mjs";
 import { cpuDelta, findWorkerd, sampleCpu, workerdPids } from "./bench/proc.mjs";
 
 const WORKLOADS = { events: eventsWorkload, streams: streamsWorkload, queue: queueWorkload };
@@ -79,6 +80,8 @@ if (opts.compare) {
 }
 
 if (opts.names[0] === "cpu") {
+  const unknownCpu = opts.names.slice(1).filter((n) => !(n in CPU_WORKLOADS));
+  if (unknownCpu.length) usage(`unknown cpu workload(s): ${unknownCpu.join(", ")} (have: ${Object.keys(CPU_WORKLOADS).join(", ")})`);
   try {
     await cpuMode(opts.names.slice(1), opts);
     process.exit(0);
@@ -93,7 +96,10 @@ console.log(`# client transport: ${opts.transport === "http" ? "node:http keep-a
 const unknown = wanted.filter((w) => !(w in WORKLOADS));
 if (unknown.length) usage(`unknown workload(s): ${unknown.join(", ")} (have: ${Object.keys(WORKLOADS).join(", ")}; or: cpu …)`);
 let failed = 0;
-for (const name of wanted.length ? wanted : Object.keys(WORKLOADS)) {
+const order = [];
+for (let r = 0; r < opts.runs; r++) order.push(...(wanted.length ? wanted : Object.keys(WORKLOADS)));
+for (const [i, name] of order.entries()) {
+  if (opts.runs > 1 && i % (order.length / opts.runs) === 0) console.log(`# run ${i / (order.length / opts.runs) + 1}/${opts.runs}`);
   const before = process.platform === "linux" ? workerdPids() : null;
   const worker = await startWorker({ vars: { WORLD_SECRET: "bench-secret" }, transport: opts.transport });
   try {
