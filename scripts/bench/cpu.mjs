@@ -389,6 +389,8 @@ export async function cpuMode(names, opts) {
       const run = await oneRun(b, names, opts);
       b.runs.push(run);
       console.log(`# run ${r + 1}/${opts.runs} build ${b.label}: workerd pid ${run.workerd.pid}, idle ${f(run.idleCpuMsPerS, 1)} ms CPU/s, health ${f(run.healthMs, 3)} ms/op (${f(run.workloads.health.cpuMsPerOp, 3)} then ${f(run.workloads["health (again)"].cpuMsPerOp, 3)}), load ${run.loadavg[0].toFixed(2)}`);
+      const checks = Object.entries(run.workloads).filter(([, m]) => m.note).map(([k, m]) => `${k} ${m.note}`);
+      if (checks.length) console.log(`#   checked: ${checks.join("; ")}`);
     }
   }
   for (const b of builds) {
