@@ -400,6 +400,8 @@ export async function cpuMode(names, opts) {
   }
   if (builds.length > 1) for (const b of builds.slice(1)) console.log("\n" + formatCompare(builds[0], b, builds[0].label, b.label));
   for (const b of builds) for (const [k, m] of Object.entries(b.summary.workloads)) if (m.xHealthMax / m.xHealthMin > 1.25) console.log(`# note: build ${b.label} ${k}: × health varies ${f(m.xHealthMin)}–${f(m.xHealthMax)} across runs (noisy machine?)`);
+  const coarse = builds.flatMap((b) => b.runs.flatMap((r) => Object.entries(r.workloads).filter(([, m]) => m.cpuTicks < 100).map(([k, m]) => `${b.label} ${k} (${m.cpuTicks})`)));
+  if (coarse.length) console.log(`# note: under 100 clock ticks of CPU (1/${CLK_TCK} s each) in ${[...new Set(coarse)].slice(0, 6).join(", ")}${coarse.length > 6 ? ", …" : ""}: figures are coarse, use more --ops`);
   if (opts.json) {
     const doc = {
       tool: "world-celld-rs npm run bench cpu",
