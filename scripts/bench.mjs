@@ -1,36 +1,117 @@
 #!/usr/bin/env node
 // npm run bench: benchmarks against the built worker (build/index.js) on Miniflare.
 //
-//   node scripts/bench.mjs                  every workload
+//   node scripts/bench.mjs                  every throughput workload (events, streams, queue)
 //   node scripts/bench.mjs queue events     selected workloads
-//   node scripts/bench.mjs --fetch ...      drive the worker with fetch instead of
-//                                           node:http keep-alive (adds ~1 ms of client
-//                                           CPU per request on Node 20)
+//   node scripts/bench.mjs --runs N ...     repeat the selected workloads N times
+//   node scripts/bench.mjs --http ...       drive the worker with node:http keep-alive instead
+//                                           of Node's global fetch (the real client's
+//                                           transport, the default; fetch costs ~1 ms of
+//                                           client CPU per request on Node 20)
 //
-// Each workload gets a fresh worker with the default variables (QUEUE_MAX_INFLIGHT 5,
-// QUEUE_MAX_ATTEMPTS 5, ...) and prints its own figures. Needs `npm run build` first.
+//   node scripts/bench.mjs cpu [getRun putOwned writeChunk enqueue getChunks event]
+//        [--runs N] [--json out.json] [--ops N] [--concurrency N] [--build dir-or-index.js …]
+//                                           server CPU per operation (workerd utime+stime),
+//                                           as ms and as a multiple of GET /v1/health in
+//                                           the same run; see scripts/bench/cpu.mjs
+//   node scripts/bench.mjs --compare before.json after.json
+//
+// Each throughput workload gets a fresh worker with the default variables
+// (QUEUE_MAX_INFLIGHT 5, QUEUE_MAX_ATTEMPTS 5, ...) and prints its own figures, plus the
+// workerd's CPU over the workload when it can be found (Linux). Needs `npm run build` first.
 
 import { startWorker } from "../tests/lib/harness.mjs";
 import { eventsWorkload } from "./bench/events.mjs";
 import { queueWorkload } from "./bench/queue.mjs";
 import { streamsWorkload } from "./bench/streams.mjs";
+import { CPU_WORKLOADS, compareFiles, cpuMode } from "./bench/cpu.mjs";
+import { cpuDelta, findWorkerd, sampleCpu, workerdPids } from "./bench/proc.mjs";
 
 const WORKLOADS = { events: eventsWorkload, streams: streamsWorkload, queue: queueWorkload };
 
-const args = process.argv.slice(2);
-const transport = args.includes("--fetch") ? "fetch" : "http";
-const wanted = args.filter((a) => a !== "--fetch");
-console.log(`# client transport: ${transport === "http" ? "node:http keep-alive" : "fetch"}`);
-const unknown = wanted.filter((w) => !(w in WORKLOADS));
-if (unknown.length) {
-  console.error(`unknown workload(s): ${unknown.join(", ")} (have: ${Object.keys(WORKLOADS).join(", ")})`);
-  process.exit(2);
+function parseArgs(argv) {
+  const opts = { transport: "fetch", runs: 1, concurrency: 8, builds: [], json: null, opsOverride: undefined, compare: null, verbose: false, names: [] };
+  const value = (i, flag) => {
+    if (i + 1 >= argv.length) usage(`${flag} needs a value`);
+    return argv[i + 1];
+  };
+  const int = (s, flag) => {
+    const n = Number(s);
+    if (!Number.isInteger(n) || n < 1) usage(`${flag} needs a positive integer, got ${s}`);
+    return n;
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === "--http") opts.transport = "http";
+    else if (a === "--fetch") opts.transport = "fetch";
+    else if (a === "--verbose" || a === "-v") opts.verbose = true;
+    else if (a === "--runs") opts.runs = int(value(i++, a), a);
+    else if (a === "--ops") opts.opsOverride = int(value(i++, a), a);
+    else if (a === "--concurrency") opts.concurrency = int(value(i++, a), a);
+    else if (a === "--json") opts.json = value(i++, a);
+    else if (a === "--build") opts.builds.push(value(i++, a));
+    else if (a === "--compare") {
+      opts.compare = [value(i++, a)];
+      if (i + 1 < argv.length && !argv[i + 1].startsWith("--")) opts.compare.push(argv[++i]);
+    } else if (a === "--help" || a === "-h") usage();
+    else if (a.startsWith("-")) usage(`unknown option ${a}`);
+    else opts.names.push(a);
+  }
+  return opts;
 }
-let failed = 0;
-for (const name of wanted.length ? wanted : Object.keys(WORKLOADS)) {
-  const worker = await startWorker({ vars: { WORLD_SECRET: "bench-secret" }, transport });
+
+function usage(msg) {
+  if (msg) console.error(msg);
+  console.error(
+    [
+      "usage: node scripts/bench.mjs [events|streams|queue …] [--http]",
+      "       node scripts/bench.mjs cpu [getRun|putOwned|writeChunk|enqueue|getChunks|event …] [--http] [--runs N] [--json out.json] [--ops N] [--concurrency N] [--build path …] [-v]",
+      "       node scripts/bench.mjs --compare a.json b.json",
+    ].join("\n"),
+  );
+  process.exit(msg ? 2 : 0);
+}
+
+const opts = parseArgs(process.argv.slice(2));
+
+if (opts.compare) {
+  compareFiles(opts.compare);
+  process.exit(0);
+}
+
+if (opts.names[0] === "cpu") {
+  const unknownCpu = opts.names.slice(1).filter((n) => !(n in CPU_WORKLOADS));
+  if (unknownCpu.length) usage(`unknown cpu workload(s): ${unknownCpu.join(", ")} (have: ${Object.keys(CPU_WORKLOADS).join(", ")})`);
   try {
+    await cpuMode(opts.names.slice(1), opts);
+    process.exit(0);
+  } catch (err) {
+    console.error(`cpu: FAILED: ${err?.stack || err}`);
+    process.exit(1);
+  }
+}
+
+const wanted = opts.names;
+console.log(`# client transport: ${opts.transport === "http" ? "node:http keep-alive" : "fetch (undici, as the real client)"}`);
+const unknown = wanted.filter((w) => !(w in WORKLOADS));
+if (unknown.length) usage(`unknown workload(s): ${unknown.join(", ")} (have: ${Object.keys(WORKLOADS).join(", ")}; or: cpu …)`);
+let failed = 0;
+const order = [];
+for (let r = 0; r < opts.runs; r++) order.push(...(wanted.length ? wanted : Object.keys(WORKLOADS)));
+for (const [i, name] of order.entries()) {
+  if (opts.runs > 1 && i % (order.length / opts.runs) === 0) console.log(`# run ${i / (order.length / opts.runs) + 1}/${opts.runs}`);
+  const before = process.platform === "linux" ? workerdPids() : null;
+  const worker = await startWorker({ vars: { WORLD_SECRET: "bench-secret" }, transport: opts.transport });
+  try {
+    let proc = null;
+    try {
+      proc = before && findWorkerd(before);
+    } catch (err) {
+      console.log(`# ${name}: no server CPU figure: ${err.message}`);
+    }
+    const a = proc && sampleCpu(proc);
     for (const line of await WORKLOADS[name](worker)) console.log(line);
+    if (proc) console.log(`${name}: workerd CPU over the whole workload (incl. read-back) ${cpuDelta(a, sampleCpu(proc)).ms.toFixed(0)} ms`);
   } catch (err) {
     failed++;
     console.error(`${name}: FAILED: ${err?.stack || err}`);

@@ -1,0 +1,431 @@
+// Mode "cpu": server CPU per operation of the built worker, next to wall-clock figures,
+// every figure also as a multiple of one `GET /v1/health` measured in the same run.
+//
+//   node scripts/bench.mjs cpu [workload…] [--runs N] [--http] [--json out.json]
+//                              [--ops N] [--concurrency N] [--build path …]
+//   node scripts/bench.mjs --compare before.json after.json
+//
+// One run = a fresh Miniflare worker; its workerd process is found below this Node
+// process (proc.mjs); then: a warm-up pass over all workloads, an idle sample, `health`,
+// each selected workload, `health` again.
+// Every workload is a warm-up (not measured) and then `ops` operations at concurrency 8 —
+// 8 lanes, each issuing its operations one after the other, as 8 clients would. The
+// workerd's utime+stime is sampled before and after the measured part and divided by the
+// operations. "× health" divides by the mean of the two health figures of the same run.
+// With --runs N each figure is the median of the N runs (ratios: median of the per-run
+// ratios). With several --build paths the builds alternate A B B A … per run.
+
+import { createHash } from "node:crypto";
+import { execFileSync } from "node:child_process";
+import { readFileSync, readdirSync, writeFileSync, existsSync, statSync } from "node:fs";
+import http from "node:http";
+import os from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { SCRIPT_PATH, startWorker } from "../../tests/lib/harness.mjs";
+import { keepAliveAgent, makeRpc } from "../../tests/lib/rpc.mjs";
+import { enqueueRequest } from "../../tests/lib/queue-target.mjs";
+import { ms13, worldClient } from "../../tests/lib/world-client.mjs";
+import { CLK_TCK, cpuDelta, findWorkerd, sampleCpu, workerdPids } from "./proc.mjs";
+import { percentile } from "./stats.mjs";
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const STEP_INPUT = new Uint8Array(64).fill(7);
+const CHUNK_64K = Uint8Array.from({ length: 64 * 1024 }, (_, j) => (j * 7) & 0xff);
+const READ_CHUNKS = 64;
+const READ_CHUNK_BYTES = 4 * 1024;
+const READ_PAGE = 16;
+
+function readChunk(i) {
+  const b = new Uint8Array(READ_CHUNK_BYTES);
+  for (let j = 0; j < b.length; j++) b[j] = (i * 31 + j) & 0xff;
+  return b;
+}
+
+function expect(cond, what, got) {
+  if (!cond) throw new Error(`${what}: got ${JSON.stringify(got)?.slice(0, 300)}`);
+}
+
+/** The event of position k in a lane's run: run_created, run_started, then step triples. */
+function laneEvent(k) {
+  if (k === 0) return { eventType: "run_created", specVersion: 6, eventData: { deploymentId: "bench", workflowName: "bench", input: STEP_INPUT } };
+  if (k === 1) return { eventType: "run_started", specVersion: 6 };
+  const step = Math.floor((k - 2) / 3);
+  const correlationId = `step_${step}`;
+  switch ((k - 2) % 3) {
+    case 0:
+      return { eventType: "step_created", specVersion: 6, correlationId, eventData: { stepName: "work", input: STEP_INPUT } };
+    case 1:
+      return { eventType: "step_started", specVersion: 6, correlationId };
+    default:
+      return { eventType: "step_completed", specVersion: 6, correlationId, eventData: { result: STEP_INPUT } };
+  }
+}
+
+/**
+ * Workloads: `ops` measured operations (split over the lanes), `warm` warm-up operations,
+ * `lane(ctx, lane, phase)` returns the lane's `op(k)` (k = 0, 1, … within the lane and
+ * phase), `setup`/`check` run outside the measured part.
+ */
+export const CPU_WORKLOADS = {
+  health: {
+    about: "GET /v1/health (router only): the floor",
+    ops: 4000,
+    lane: (ctx) => async () => {
+      const r = await ctx.get("/v1/health");
+      expect(r.status === 200, "health", r);
+    },
+  },
+  getRun: {
+    about: "runs.getRun of a missing run (one DO name per lane)",
+    ops: 4000,
+    lane: (ctx, lane, phase) => {
+      const runId = `wrun_bench_missing_${ctx.tag}_${phase}_${lane}`;
+      return async () => {
+        const out = await ctx.rpc("runs", runId, "getRun", []);
+        expect(out?.ok === true && out.value === null, "getRun", out);
+      };
+    },
+  },
+  putOwned: {
+    about: "index.putOwned of a fresh correlation key (the client's per-event write)",
+    ops: 4000,
+    lane: (ctx, lane, phase) => {
+      const runId = `wrun_bench_po_${ctx.tag}_${phase}_${lane}`;
+      const at = ms13(new Date());
+      return async (k) => {
+        const eventId = `evnt_${String(k + 1).padStart(26, "0")}`;
+        const key = `correlation:${encodeURIComponent(`step_${k}`)}:${at}:${eventId}:${runId}`;
+        const out = await ctx.rpc("index", "index", "putOwned", [runId, key, JSON.stringify({ runId, eventId })]);
+        expect(out?.stored === true, "putOwned", out);
+      };
+    },
+  },
+  writeChunk: {
+    about: "streams.writeChunk of a 64 KiB Uint8Array (one stream per lane)",
+    ops: 2000,
+    lane: (ctx, lane, phase) => {
+      const runId = `wrun_bench_wc_${ctx.tag}_${phase}_${lane}`;
+      const name = `stream:bench-${runId}`;
+      return async (k) => {
+        const index = await ctx.rpc("streams", name, "writeChunk", [runId, CHUNK_64K]);
+        expect(index === k, `writeChunk ${k}`, index);
+      };
+    },
+  },
+  enqueue: {
+    about: "queue.enqueue of a 256 B message with delaySeconds 3600 (one shard)",
+    ops: 4000,
+    lane: (ctx, lane, phase) => async (k) => {
+      const id = `msg_bench_${ctx.tag}_${phase}_${lane}_${k}`;
+      const req = enqueueRequest(id, "http://127.0.0.1:9", {
+        body: JSON.stringify({ id }).padEnd(256, " "),
+        runId: `wrun_bench_q_${ctx.tag}_${lane}`,
+        delaySeconds: 3600,
+      });
+      const out = await ctx.rpc("queue", "q:0", "enqueue", [req]);
+      expect(out?.ok === true && out.messageId === id, "enqueue", out);
+      ctx.state.enqueued++;
+    },
+    async setup(ctx) {
+      ctx.state.pendingBefore = (await ctx.rpc("queue", "q:0", "stats", [])).pending;
+      ctx.state.enqueued = 0;
+    },
+    async check(ctx) {
+      const stats = await ctx.rpc("queue", "q:0", "stats", []);
+      const want = ctx.state.pendingBefore + ctx.state.enqueued;
+      expect(stats.pending === want && stats.deadLetters === 0, `queue stats: want ${want} pending (${ctx.state.enqueued} delayed messages enqueued)`, stats);
+      return `${stats.pending} pending`;
+    },
+  },
+  getChunks: {
+    about: `streams.getChunks, a page of ${READ_PAGE} × ${READ_CHUNK_BYTES / 1024} KiB of a closed ${READ_CHUNKS}-chunk stream`,
+    ops: 4000,
+    async setup(ctx) {
+      const runId = `wrun_bench_gc_${ctx.tag}_${ctx.seq++}`;
+      ctx.state.stream = `stream:bench-${runId}`;
+      for (let i = 0; i < READ_CHUNKS; i++) await ctx.rpc("streams", ctx.state.stream, "writeChunk", [runId, readChunk(i)]);
+      await ctx.rpc("streams", ctx.state.stream, "closeStream", [runId]);
+    },
+    lane: (ctx, lane) => async (k) => {
+      const startIndex = ((lane + k) * READ_PAGE) % READ_CHUNKS;
+      const page = await ctx.rpc("streams", ctx.state.stream, "getChunks", [{ startIndex, limit: READ_PAGE }]);
+      const c = page?.chunks;
+      expect(Array.isArray(c) && c.length === READ_PAGE && c[0] instanceof Uint8Array && c[0].length === READ_CHUNK_BYTES && c[0][1] === readChunk(startIndex)[1], "getChunks", page);
+    },
+  },
+  event: {
+    about: "real-client event: createEvent (applyEvent + the index writes); 8 runs in parallel, run_created, run_started, step triples",
+    ops: 2400,
+    warm: 80,
+    lane: (ctx, lane, phase) => {
+      const runId = `wrun_bench_ev_${ctx.tag}_${phase}_${lane}`;
+      ctx.state.runs ??= {};
+      (ctx.state.runs[phase] ??= []).push(runId);
+      return async (k) => {
+        const out = await ctx.client.createEvent(runId, laneEvent(k));
+        expect(out?.ok === true, `createEvent ${k} on ${runId}`, out);
+        ctx.state.events = (ctx.state.events ?? 0) + 1;
+      };
+    },
+    async check(ctx) {
+      // Read back every measured run: dense ids, expected count.
+      let verified = 0;
+      for (const runId of ctx.state.runs.run) {
+        const events = [];
+        let cursor;
+        for (;;) {
+          const page = await ctx.rpc("runs", runId, "listEvents", [{ limit: 1000, cursor, sortOrder: "asc" }]);
+          expect(page?.ok === true, `listEvents ${runId}`, page);
+          events.push(...page.value.data);
+          if (!page.value.hasMore) break;
+          cursor = page.value.cursor;
+        }
+        events.forEach((e, i) => expect(e.eventId === `evnt_${String(i + 1).padStart(26, "0")}`, `${runId} event ${i}`, e.eventId));
+        verified += events.length;
+      }
+      expect(verified === ctx.state.perLane * ctx.state.runs.run.length, "events read back", verified);
+      return `${verified} events read back`;
+    },
+  },
+};
+
+/** GET over the chosen transport (the same one the RPCs use). */
+function makeGet(url, agent) {
+  if (!agent) {
+    return async (path) => {
+      const res = await fetch(new URL(path, url));
+      return { status: res.status, text: await res.text() };
+    };
+  }
+  const u = new URL(url);
+  return (path) =>
+    new Promise((resolve, reject) => {
+      const req = http.request({ host: u.hostname, port: u.port, path, method: "GET", agent }, (res) => {
+        const chunks = [];
+        res.on("data", (c) => chunks.push(c));
+        res.on("end", () => resolve({ status: res.statusCode, text: Buffer.concat(chunks).toString("utf8") }));
+        res.on("error", reject);
+      });
+      req.on("error", reject);
+      req.end();
+    });
+}
+
+/** Runs `perLane` operations on each of `lanes` lanes; returns per-op latencies (ms). */
+async function drive(ctx, workload, lanes, perLane, phase) {
+  const latencies = [];
+  await Promise.all(
+    Array.from({ length: lanes }, async (_, lane) => {
+      const op = workload.lane(ctx, lane, phase);
+      for (let k = 0; k < perLane; k++) {
+        const t0 = performance.now();
+        await op(k);
+        latencies.push(performance.now() - t0);
+      }
+    }),
+  );
+  return latencies;
+}
+
+async function measure(ctx, name, { opsOverride, concurrency }) {
+  const w = CPU_WORKLOADS[name];
+  ctx.state = {};
+  const ops = opsOverride ?? w.ops;
+  const perLane = Math.max(1, Math.round(ops / concurrency));
+  const warmPerLane = Math.max(1, Math.round((w.warm ?? Math.max(200, ops / 10)) / concurrency));
+  if (w.setup) await w.setup(ctx);
+  await drive(ctx, w, concurrency, warmPerLane, "warm");
+  await sleep(100);
+  ctx.requests = 0;
+  ctx.state.perLane = perLane;
+  const a = sampleCpu(ctx.proc);
+  const latencies = await drive(ctx, w, concurrency, perLane, "run");
+  const b = sampleCpu(ctx.proc);
+  const requests = ctx.requests;
+  const d = cpuDelta(a, b);
+  const n = latencies.length;
+  const note = w.check ? await w.check(ctx) : "";
+  latencies.sort((x, y) => x - y);
+  return {
+    ops: n,
+    requestsPerOp: requests / n,
+    cpuMsPerOp: d.ms / n,
+    cpuTicks: d.ticks,
+    threadCpuMsPerOp: d.threadMs / n,
+    opsPerS: n / (d.wallMs / 1000),
+    p50: percentile(latencies, 50),
+    p95: percentile(latencies, 95),
+    p99: percentile(latencies, 99),
+    wallS: d.wallMs / 1000,
+    note,
+  };
+}
+
+/** One run: a fresh worker, health, the workloads, health again. */
+async function oneRun(build, names, opts) {
+  const before = workerdPids();
+  const worker = await startWorker({ vars: { WORLD_SECRET: "bench-secret" }, scriptPath: build.script, transport: "fetch" });
+  const agent = opts.transport === "http" ? keepAliveAgent() : undefined;
+  try {
+    const proc = findWorkerd(before);
+    const rpc = makeRpc({ url: worker.url, secret: worker.secret, agent });
+    const ctx = { proc, tag: Date.now().toString(36), seq: 0, requests: 0, state: {} };
+    const counted = (...a) => (ctx.requests++, rpc(...a));
+    counted.raw = (...a) => (ctx.requests++, rpc.raw(...a));
+    const get = makeGet(worker.url, agent);
+    ctx.rpc = counted;
+    ctx.get = (path) => (ctx.requests++, get(path));
+    ctx.client = worldClient(counted);
+    // One warm-up pass over every workload first (the wasm and V8's JIT tier up in
+    // background threads whose CPU would otherwise land on the first workloads), then the
+    // runtime's idle CPU, so that background work still going on would show.
+    for (const name of ["health", ...names]) {
+      ctx.state = {};
+      const w = CPU_WORKLOADS[name];
+      if (w.setup) await w.setup(ctx);
+      await drive(ctx, w, opts.concurrency, Math.max(1, Math.round((w.warm ?? 200) / opts.concurrency)), "prewarm");
+    }
+    await sleep(300);
+    const i0 = sampleCpu(proc);
+    await sleep(1000);
+    const idle = cpuDelta(i0, sampleCpu(proc));
+    const results = {};
+    const order = ["health", ...names.filter((n) => n !== "health"), "health"];
+    for (let i = 0; i < order.length; i++) {
+      const key = i === order.length - 1 ? "health (again)" : order[i];
+      results[key] = await measure(ctx, order[i], opts);
+      if (opts.verbose) console.error(`  ${build.label}: ${key} ${results[key].cpuMsPerOp.toFixed(3)} ms/op, ${results[key].opsPerS.toFixed(0)} ops/s`);
+    }
+    const health = (results.health.cpuMsPerOp + results["health (again)"].cpuMsPerOp) / 2;
+    for (const r of Object.values(results)) r.xHealth = r.cpuMsPerOp / health;
+    return { workerd: { pid: proc.pid, ppid: proc.ppid }, idleCpuMsPerS: idle.ms / (idle.wallMs / 1000), healthMs: health, loadavg: os.loadavg(), workloads: results };
+  } finally {
+    agent?.destroy();
+    await worker.dispose();
+  }
+}
+
+const median = (xs) => {
+  const s = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+  if (!s.length) return NaN;
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+
+function summarize(runs) {
+  const out = { healthMs: median(runs.map((r) => r.healthMs)), workloads: {} };
+  for (const key of Object.keys(runs[0].workloads)) {
+    const rs = runs.map((r) => r.workloads[key]);
+    const m = {};
+    for (const f of ["ops", "requestsPerOp", "cpuMsPerOp", "threadCpuMsPerOp", "xHealth", "opsPerS", "p50", "p95", "p99"]) m[f] = median(rs.map((r) => r[f]));
+    m.xHealthMin = Math.min(...rs.map((r) => r.xHealth));
+    m.xHealthMax = Math.max(...rs.map((r) => r.xHealth));
+    out.workloads[key] = m;
+  }
+  return out;
+}
+
+function buildInfo(path) {
+  let script = resolve(path);
+  if (existsSync(script) && statSync(script).isDirectory()) script = join(script, "index.js");
+  if (!existsSync(script)) throw new Error(`${script} is missing: run \`npm run build\` first`);
+  const dir = dirname(script);
+  const hash = createHash("sha256");
+  for (const f of readdirSync(dir).filter((f) => f.endsWith(".wasm")).sort()) hash.update(readFileSync(join(dir, f)));
+  hash.update(readFileSync(script));
+  let commit = null;
+  try {
+    commit = execFileSync("git", ["-C", dir, "rev-parse", "--short", "HEAD"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
+    if (execFileSync("git", ["-C", dir, "status", "--porcelain", "--", "src", "Cargo.toml", "Cargo.lock"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim()) commit += "+dirty";
+  } catch {
+    // not in a git tree
+  }
+  return { script, commit, buildSha256: hash.digest("hex").slice(0, 16), builtAt: statSync(script).mtime.toISOString() };
+}
+
+const f = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : "-");
+
+function table(header, rows) {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => String(r[i]).length)));
+  const line = (cells) => "| " + cells.map((c, i) => (i === 0 ? String(c).padEnd(widths[i]) : String(c).padStart(widths[i]))).join(" | ") + " |";
+  return [line(header), "|" + widths.map((w, i) => (i === 0 ? "-".repeat(w + 1) + "-" : "-".repeat(w + 1) + ":")).join("|") + "|", ...rows.map(line)].join("\n");
+}
+
+export function formatBuild(b, nRuns) {
+  const s = b.summary;
+  const rows = Object.entries(s.workloads).map(([name, m]) => [
+    name,
+    m.ops,
+    f(m.requestsPerOp, 2),
+    f(m.cpuMsPerOp, 3),
+    nRuns > 1 ? `${f(m.xHealth)} (${f(m.xHealthMin)}–${f(m.xHealthMax)})` : f(m.xHealth),
+    f(m.opsPerS, 0),
+    `${f(m.p50, 1)} / ${f(m.p95, 1)} / ${f(m.p99, 1)}`,
+  ]);
+  return table(["workload", "ops", "req/op", "server CPU ms/op", nRuns > 1 ? "× health (min–max)" : "× health", "ops/s", "p50 / p95 / p99 ms"], rows);
+}
+
+export function formatCompare(a, b, la = "A", lb = "B") {
+  const names = Object.keys(a.summary.workloads).filter((n) => n in b.summary.workloads);
+  const rows = names.map((n) => {
+    const x = a.summary.workloads[n];
+    const y = b.summary.workloads[n];
+    return [n, `${f(x.cpuMsPerOp, 3)} → ${f(y.cpuMsPerOp, 3)}`, `${f(x.xHealth)} → ${f(y.xHealth)}`, f(y.xHealth / x.xHealth), `${f(x.opsPerS, 0)} → ${f(y.opsPerS, 0)}`, `${f(x.p99, 1)} → ${f(y.p99, 1)}`];
+  });
+  return [`${la} → ${lb}`, table(["workload", "CPU ms/op", "× health", "B/A (× health)", "ops/s", "p99 ms"], rows)].join("\n");
+}
+
+export async function cpuMode(names, opts) {
+  for (const n of names) if (!(n in CPU_WORKLOADS)) throw new Error(`unknown cpu workload ${n} (have: ${Object.keys(CPU_WORKLOADS).join(", ")})`);
+  names = [...new Set(names)].filter((n) => n !== "health");
+  if (!names.length) names = Object.keys(CPU_WORKLOADS).filter((n) => n !== "health");
+  const builds = (opts.builds.length ? opts.builds : [SCRIPT_PATH]).map((p, i) => ({ label: String.fromCharCode(65 + i), ...buildInfo(p), runs: [] }));
+  const transportName = opts.transport === "http" ? "node:http keep-alive" : "fetch (undici)";
+  console.log(`# cpu: transport ${transportName}, concurrency ${opts.concurrency}, ${opts.runs} run(s), CLK_TCK ${CLK_TCK}, ${os.cpus().length} CPUs, load ${os.loadavg().map((x) => x.toFixed(2)).join(" ")}`);
+  for (const b of builds) console.log(`# build ${b.label}: ${b.script} (commit ${b.commit ?? "?"}, sha256 ${b.buildSha256}, built ${b.builtAt})`);
+  for (let r = 0; r < opts.runs; r++) {
+    const order = r % 2 === 0 ? builds : [...builds].reverse();
+    for (const b of order) {
+      const run = await oneRun(b, names, opts);
+      b.runs.push(run);
+      console.log(`# run ${r + 1}/${opts.runs} build ${b.label}: workerd pid ${run.workerd.pid}, idle ${f(run.idleCpuMsPerS, 1)} ms CPU/s, health ${f(run.healthMs, 3)} ms/op (${f(run.workloads.health.cpuMsPerOp, 3)} then ${f(run.workloads["health (again)"].cpuMsPerOp, 3)}), load ${run.loadavg[0].toFixed(2)}`);
+      const checks = Object.entries(run.workloads).filter(([, m]) => m.note).map(([k, m]) => `${k} ${m.note}`);
+      if (checks.length) console.log(`#   checked: ${checks.join("; ")}`);
+    }
+  }
+  for (const b of builds) {
+    b.summary = summarize(b.runs);
+    console.log(`\n## build ${b.label}${opts.runs > 1 ? ` (medians of ${opts.runs} runs)` : ""}: health = ${f(b.summary.healthMs, 3)} ms server CPU per request`);
+    console.log(formatBuild(b, opts.runs));
+  }
+  if (builds.length > 1) for (const b of builds.slice(1)) console.log("\n" + formatCompare(builds[0], b, builds[0].label, b.label));
+  for (const b of builds) for (const [k, m] of Object.entries(b.summary.workloads)) if (m.xHealthMax / m.xHealthMin > 1.25) console.log(`# note: build ${b.label} ${k}: × health varies ${f(m.xHealthMin)}–${f(m.xHealthMax)} across runs (noisy machine?)`);
+  const coarse = builds.flatMap((b) => b.runs.flatMap((r) => Object.entries(r.workloads).filter(([, m]) => m.cpuTicks < 100).map(([k, m]) => `${b.label} ${k} (${m.cpuTicks})`)));
+  if (coarse.length) console.log(`# note: under 100 clock ticks of CPU (1/${CLK_TCK} s each) in ${[...new Set(coarse)].slice(0, 6).join(", ")}${coarse.length > 6 ? ", …" : ""}: figures are coarse, use more --ops`);
+  if (opts.json) {
+    const doc = {
+      tool: "world-celld-rs npm run bench cpu",
+      format: 1,
+      date: new Date().toISOString(),
+      host: { hostname: os.hostname(), cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, node: process.version, clkTck: CLK_TCK, loadavgAtEnd: os.loadavg() },
+      options: { workloads: names, transport: opts.transport, concurrency: opts.concurrency, runs: opts.runs, ops: opts.opsOverride ?? null },
+      workloads: Object.fromEntries(Object.entries(CPU_WORKLOADS).map(([k, w]) => [k, w.about])),
+      builds: builds.map(({ label, script, commit, buildSha256, builtAt, runs, summary }) => ({ label, script, commit, buildSha256, builtAt, summary, runs })),
+    };
+    writeFileSync(opts.json, JSON.stringify(doc, null, 2) + "\n");
+    console.log(`# wrote ${opts.json}`);
+  }
+}
+
+/** --compare a.json b.json: each file's first build (or A and B of one file). */
+export function compareFiles(files) {
+  const docs = files.map((p) => JSON.parse(readFileSync(p, "utf8")));
+  const picks = docs.length === 1 ? docs[0].builds.slice(0, 2).map((b) => [files[0] + ":" + b.label, b]) : docs.map((d, i) => [files[i], d.builds[0]]);
+  if (picks.length < 2) throw new Error("--compare needs two JSON files, or one with two builds");
+  const [[la, a], [lb, b]] = picks;
+  for (const [l, x] of picks) console.log(`# ${l}: ${x.script} (commit ${x.commit ?? "?"}, sha256 ${x.buildSha256}), ${x.runs.length} run(s), health ${f(x.summary.healthMs, 3)} ms`);
+  const oa = docs[0].options;
+  const ob = docs[docs.length - 1].options;
+  if (oa.transport !== ob.transport || oa.concurrency !== ob.concurrency) console.log(`# warning: different options (${oa.transport}/${oa.concurrency} vs ${ob.transport}/${ob.concurrency})`);
+  console.log(formatCompare(a, b, la, lb));
+}

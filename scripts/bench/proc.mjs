@@ -1,0 +1,122 @@
+// Server CPU of the local workerd, read from /proc (Linux only).
+//
+// Miniflare spawns the `workerd` binary directly (child_process.spawn of the workerd
+// package's native executable, or $MINIFLARE_WORKERD_PATH), so the runtime of a worker
+// started by this process is a descendant of `process.pid` whose comm is "workerd".
+// `workerdPids()` before and `findWorkerd(before)` after starting a worker pick out the
+// one new process; its start time (field 22) is recorded so that a later sample notices a
+// restarted runtime (or a reused pid) instead of reading an unrelated process.
+//
+// A sample is the process's utime+stime (fields 14+15 of /proc/<pid>/stat: every thread,
+// live or exited, in clock ticks, converted with `getconf CLK_TCK`) and, as a
+// finer-grained cross-check, the sum of the live threads' run time in nanoseconds from
+// /proc/<pid>/task/*/schedstat.
+
+import { execFileSync } from "node:child_process";
+import { readFileSync, readdirSync } from "node:fs";
+import { basename } from "node:path";
+
+export const CLK_TCK = (() => {
+  try {
+    return Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+/** Parses /proc/<pid>/stat (the comm field may contain spaces and parentheses). */
+export function readStat(pid) {
+  const text = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const open = text.indexOf("(");
+  const close = text.lastIndexOf(")");
+  const f = text.slice(close + 2).split(" "); // f[0] is field 3 (state): field n is f[n - 3]
+  return {
+    pid: Number(pid),
+    comm: text.slice(open + 1, close),
+    ppid: Number(f[1]),
+    utime: Number(f[11]),
+    stime: Number(f[12]),
+    starttime: Number(f[19]),
+  };
+}
+
+function allProcesses() {
+  const out = [];
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      out.push(readStat(name));
+    } catch {
+      // exited while listing
+    }
+  }
+  return out;
+}
+
+const WORKERD_NAMES = new Set(["workerd"]);
+if (process.env.MINIFLARE_WORKERD_PATH) WORKERD_NAMES.add(basename(process.env.MINIFLARE_WORKERD_PATH).slice(0, 15));
+
+/** The workerd processes below this Node process (any depth), as stat records. */
+export function workerdDescendants(root = process.pid) {
+  const procs = allProcesses();
+  const children = new Map();
+  for (const p of procs) {
+    if (!children.has(p.ppid)) children.set(p.ppid, []);
+    children.get(p.ppid).push(p);
+  }
+  const found = [];
+  const queue = [root];
+  while (queue.length) {
+    for (const c of children.get(queue.shift()) ?? []) {
+      if (WORKERD_NAMES.has(c.comm)) found.push(c);
+      queue.push(c.pid);
+    }
+  }
+  return found;
+}
+
+/** pid:starttime keys of the current workerd descendants (call before starting a worker). */
+export function workerdPids() {
+  return new Set(workerdDescendants().map((p) => `${p.pid}:${p.starttime}`));
+}
+
+/**
+ * The workerd process that appeared since `before` (from `workerdPids()`). Throws unless
+ * exactly one did, so a figure is never read from the wrong process.
+ */
+export function findWorkerd(before) {
+  const fresh = workerdDescendants().filter((p) => !before.has(`${p.pid}:${p.starttime}`));
+  if (fresh.length !== 1) {
+    const all = workerdDescendants().map((p) => `${p.pid} (${p.comm}, parent ${p.ppid})`);
+    throw new Error(`expected one new workerd process below pid ${process.pid}, found ${fresh.length}; workerd descendants: ${all.join(", ") || "none"}`);
+  }
+  return { pid: fresh[0].pid, starttime: fresh[0].starttime, ppid: fresh[0].ppid };
+}
+
+function threadsNs(pid) {
+  let ns = 0;
+  let threads = 0;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ")[0]);
+      threads++;
+    } catch {
+      // thread exited
+    }
+  }
+  return { ns, threads };
+}
+
+/** One CPU sample of the process found by findWorkerd: {ticks, ms, threadMs, threads, at}. */
+export function sampleCpu(proc) {
+  const s = readStat(proc.pid);
+  if (s.starttime !== proc.starttime) throw new Error(`workerd pid ${proc.pid} was restarted or reused (start time ${s.starttime}, expected ${proc.starttime})`);
+  const t = threadsNs(proc.pid);
+  const ticks = s.utime + s.stime;
+  return { ticks, ms: (ticks * 1000) / CLK_TCK, threadMs: t.ns / 1e6, threads: t.threads, at: performance.now() };
+}
+
+/** The difference of two samples: server CPU ms (ticks), the schedstat cross-check and wall ms. */
+export function cpuDelta(a, b) {
+  return { ms: b.ms - a.ms, ticks: b.ticks - a.ticks, threadMs: b.threadMs - a.threadMs, wallMs: b.at - a.at };
+}
