@@ -17,8 +17,8 @@
 //! percent-encoded name in headers ([`METHOD_HEADER`], [`NAME_HEADER`]).
 
 use crate::config::Config;
-use crate::wire::check::{check, Verdict};
-use crate::wire::value::decode_utf8;
+use crate::wire::check::MAX_VALUES;
+use crate::wire::value::{decode_utf8, parse_at_most, ParseFailure};
 use crate::wire::{RouterError, RpcError, Value};
 
 /// Header of the fetch form of the hop carrying the method name.
@@ -62,21 +62,17 @@ pub fn answer(result: Result<Value, RpcError>) -> (u16, String) {
     }
 }
 
-/// Check and decode an RPC body as received (wire.md §4): UTF-8 with a BOM dropped and
-/// invalid sequences replaced, then JSON whose top level is an array. The errors are the
-/// router's answers for a bad body (400 malformed / not an array, 413 too many values).
+/// Check and decode an RPC body as received (wire.md §4), in one pass: UTF-8 with a BOM
+/// dropped and invalid sequences replaced, then JSON of at most [`MAX_VALUES`] values whose
+/// top level is an array. The errors are the router's answers for a bad body (400
+/// malformed / not an array, 413 too many values), the verdicts of
+/// [`check`](crate::wire::check::check).
 pub fn decode_args(bytes: &[u8]) -> Result<Vec<Value>, RouterError> {
-    let text = decode_utf8(bytes);
-    match check(&text) {
-        Verdict::Array => {}
-        Verdict::NotArray => return Err(RouterError::NotAnArray),
-        Verdict::Malformed => return Err(RouterError::MalformedBody),
-        Verdict::TooManyValues => return Err(RouterError::TooManyValues),
-    }
-    match Value::parse(&text) {
+    match parse_at_most(&decode_utf8(bytes), MAX_VALUES) {
         Ok(Value::Array(args)) => Ok(args),
         Ok(_) => Err(RouterError::NotAnArray),
-        Err(_) => Err(RouterError::MalformedBody),
+        Err(ParseFailure::TooManyValues) => Err(RouterError::TooManyValues),
+        Err(ParseFailure::Malformed(_)) => Err(RouterError::MalformedBody),
     }
 }
 
@@ -84,4 +80,60 @@ pub fn decode_args(bytes: &[u8]) -> Result<Vec<Value>, RouterError> {
 /// explicit error naming it, never a fake success.
 pub fn not_implemented(class: &str, method: &str) -> RpcError {
     RpcError::error(format!("{class}.{method} is not implemented in world-celld-rs yet"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::check::{check, Verdict};
+
+    /// The one-pass decode gives the router check's verdict on every kind of body.
+    #[test]
+    fn decode_args_agrees_with_the_body_check() {
+        let verdict = |bytes: &[u8]| match decode_args(bytes) {
+            Ok(_) => Verdict::Array,
+            Err(RouterError::NotAnArray) => Verdict::NotArray,
+            Err(RouterError::TooManyValues) => Verdict::TooManyValues,
+            Err(_) => Verdict::Malformed,
+        };
+        let cases: Vec<String> = [
+            "",
+            "[",
+            "[]",
+            "{}",
+            "null",
+            "1",
+            "[1,]",
+            " [1] ",
+            "\u{feff}[1]",
+            "[1] x",
+            r#"[{"__type":"Uint8Array","data":"AQID"}]"#,
+            r#"[{"__type":"Uint8Array","data":"!!"}]"#,
+            r#"[{"__type":"x","data":"!!","__type":"Uint8Array"}]"#,
+            r#"[{"__type":"Uint8Array","data":"!!","data":"AQ=="}]"#,
+            r#"[{"__type":"Date","iso":"2020-01-01T00:00:00.000Z"}]"#,
+            r#"["\ud800"]"#,
+            r#"["\ud8"]"#,
+            "[1e400]",
+            "[-1e400,{\"a\":1e999}]",
+            "[1e400",
+            r#"{"__type":"Uint8Array","data":"AQID"}"#,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .chain([
+            format!("{}{}", "[".repeat(128), "]".repeat(128)),
+            format!("{}{}", "[".repeat(129), "]".repeat(129)),
+            format!("[{}0]", "0,".repeat(MAX_VALUES)),
+            format!("[{}0]", "0,".repeat(MAX_VALUES - 2)),
+            format!("[{}{{\"a\":[1,2]}}]", "0,".repeat(MAX_VALUES - 4)),
+            format!("[{}{{\"a\":[1,2]}}]", "0,".repeat(MAX_VALUES - 3)),
+        ])
+        .collect();
+        for text in &cases {
+            assert_eq!(verdict(text.as_bytes()), check(&decode_utf8(text.as_bytes())), "{}", &text[..text.len().min(80)]);
+        }
+        assert_eq!(verdict(b"\xEF\xBB\xBF[1]"), Verdict::Array);
+        assert_eq!(decode_args(b"[1,\"a\"]").unwrap(), vec![Value::num(1), Value::str("a")]);
+    }
 }

@@ -51,7 +51,7 @@ impl<'de> Deserialize<'de> for Value {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
         use serde::de::DeserializeSeed;
         let infinities = super::value::Infinities::default();
-        super::value::Revive { date_key: false, dates: true, depth: 0, infinities: &infinities }.deserialize(d)
+        super::value::Revive { date_key: false, dates: true, depth: 0, infinities: &infinities, budget: None }.deserialize(d)
     }
 }
 

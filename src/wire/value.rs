@@ -192,23 +192,57 @@ pub const MAX_DEPTH: usize = 128;
 /// Runs the codec's visitor over `text`; if it fails only because some numbers lie beyond
 /// the range of a double, runs it again on the text with those numbers masked.
 fn parse_revived(text: &str, dates: bool) -> Result<Value, DecodeError> {
+    parse_counted(text, dates, None).map_err(|e| match e {
+        ParseFailure::Malformed(e) => e,
+        ParseFailure::TooManyValues => DecodeError("too many values".into()),
+    })
+}
+
+/// Why a counted parse failed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ParseFailure {
+    /// More values than the limit (the parse stopped there).
+    TooManyValues,
+    Malformed(DecodeError),
+}
+
+/// [`Value::parse`] that gives up once the document holds more than `max_values` values
+/// (of any kind, at any depth): one pass that both checks and decodes a request body,
+/// with the verdicts of [`super::check::check`].
+pub fn parse_at_most(text: &str, max_values: usize) -> Result<Value, ParseFailure> {
+    let text = replace_lone_surrogates(text);
+    parse_counted(&text, true, Some(max_values))
+}
+
+fn parse_counted(text: &str, dates: bool, max_values: Option<usize>) -> Result<Value, ParseFailure> {
     let run = |text: &str, infinities: &Infinities| {
         use serde::de::DeserializeSeed;
+        let budget = max_values.map(|n| ValueBudget { left: std::cell::Cell::new(n), exceeded: std::cell::Cell::new(false) });
         let mut de = serde_json::Deserializer::from_str(text);
         // Depth is bounded by the visitor ([`MAX_DEPTH`]), which refuses the level past it
         // before descending.
         de.disable_recursion_limit();
-        let value = Revive { date_key: false, dates, depth: 0, infinities }.deserialize(&mut de).map_err(|e| DecodeError(e.to_string()))?;
-        de.end().map_err(|e| DecodeError(e.to_string()))?;
-        Ok(value)
+        let seed = Revive { date_key: false, dates, depth: 0, infinities, budget: budget.as_ref() };
+        let result = seed.deserialize(&mut de).and_then(|value| de.end().map(|()| value));
+        match result {
+            _ if budget.as_ref().is_some_and(|b| b.exceeded.get()) => Err(ParseFailure::TooManyValues),
+            Ok(value) => Ok(value),
+            Err(e) => Err(ParseFailure::Malformed(DecodeError(e.to_string()))),
+        }
     };
     match run(text, &Infinities::default()) {
-        Err(e) => match mask_infinite_numbers(text) {
+        Err(ParseFailure::Malformed(e)) => match mask_infinite_numbers(text) {
             Some((masked, infinities)) => run(&masked, &infinities),
-            None => Err(e),
+            None => Err(ParseFailure::Malformed(e)),
         },
-        ok => ok,
+        other => other,
     }
+}
+
+/// Values a counted parse may still decode, and whether it ran out.
+pub(crate) struct ValueBudget {
+    left: std::cell::Cell<usize>,
+    exceeded: std::cell::Cell<bool>,
 }
 
 /// Numbers of a document that are ±Infinity for `JSON.parse` (`1e400`, a 400-digit
@@ -363,12 +397,29 @@ pub(crate) struct Revive<'a> {
     pub depth: usize,
     /// Numbers to read as ±Infinity.
     pub infinities: &'a Infinities,
+    /// Values left to decode, when counted ([`parse_at_most`]).
+    pub budget: Option<&'a ValueBudget>,
 }
 
 impl Revive<'_> {
     /// The seed for a member of the container this visitor is decoding.
     fn member(&self, date_key: bool) -> Self {
-        Revive { date_key, dates: self.dates, depth: self.depth + 1, infinities: self.infinities }
+        Revive { date_key, dates: self.dates, depth: self.depth + 1, infinities: self.infinities, budget: self.budget }
+    }
+
+    /// Count one value against the budget, if any.
+    fn spend<E: serde::de::Error>(&self) -> Result<(), E> {
+        let Some(budget) = self.budget else { return Ok(()) };
+        match budget.left.get().checked_sub(1) {
+            Some(left) => {
+                budget.left.set(left);
+                Ok(())
+            }
+            None => {
+                budget.exceeded.set(true);
+                Err(E::custom("too many values"))
+            }
+        }
     }
 
     fn enter<E: serde::de::Error>(&self) -> Result<(), E> {
@@ -392,25 +443,31 @@ impl<'de> serde::de::Visitor<'de> for Revive<'_> {
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str("a JSON value")
     }
-    fn visit_unit<E>(self) -> Result<Value, E> {
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Value, E> {
+        self.spend()?;
         Ok(Value::Null)
     }
-    fn visit_bool<E>(self, b: bool) -> Result<Value, E> {
+    fn visit_bool<E: serde::de::Error>(self, b: bool) -> Result<Value, E> {
+        self.spend()?;
         Ok(Value::Bool(b))
     }
-    fn visit_i64<E>(self, n: i64) -> Result<Value, E> {
+    fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<Value, E> {
+        self.spend()?;
         Ok(Value::Number(self.infinities.number(n as f64)))
     }
-    fn visit_u64<E>(self, n: u64) -> Result<Value, E> {
+    fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<Value, E> {
+        self.spend()?;
         Ok(Value::Number(self.infinities.number(n as f64)))
     }
-    fn visit_f64<E>(self, n: f64) -> Result<Value, E> {
+    fn visit_f64<E: serde::de::Error>(self, n: f64) -> Result<Value, E> {
+        self.spend()?;
         Ok(Value::Number(self.infinities.number(n)))
     }
     fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Value, E> {
         self.visit_string(s.to_string())
     }
     fn visit_string<E: serde::de::Error>(self, s: String) -> Result<Value, E> {
+        self.spend()?;
         if self.date_key {
             if let Some(ms) = date::parse_date(&s) {
                 return Ok(Value::Date(Some(ms)));
@@ -419,6 +476,7 @@ impl<'de> serde::de::Visitor<'de> for Revive<'_> {
         Ok(Value::String(s))
     }
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        self.spend()?;
         self.enter()?;
         let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
         while let Some(v) = seq.next_element_seed(self.member(false))? {
@@ -427,6 +485,7 @@ impl<'de> serde::de::Visitor<'de> for Revive<'_> {
         Ok(Value::Array(items))
     }
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
+        self.spend()?;
         self.enter()?;
         let mut map = Map::new();
         while let Some(key) = access.next_key::<String>()? {
