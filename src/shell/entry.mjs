@@ -8,6 +8,7 @@
 import { DurableObject } from "cloudflare:workers";
 import * as wasm from "./index.js";
 import { hop } from "./hop.mjs";
+import { pathnameOf } from "./path.mjs";
 
 const MAX_BODY_BYTES = 33554432;
 const JSON_HEADERS = { "content-type": "application/json" };
@@ -39,14 +40,14 @@ function respond(answer) {
   return new Response(answer.slice(4), { status: +answer.slice(1, 4), headers: JSON_HEADERS });
 }
 
-/** The body, or null when it exceeds the limit (counted while streaming). */
+/** The body (an ArrayBuffer), or null when it exceeds the limit (counted while streaming). */
 async function readBody(request, contentLength) {
   if (contentLength !== null && +contentLength <= MAX_BODY_BYTES) {
     // A content-length within the limit (the router refused larger ones): the platform
     // delivers exactly that many bytes, so one read suffices.
-    return new Uint8Array(await request.arrayBuffer());
+    return request.arrayBuffer();
   }
-  if (request.body === null) return new Uint8Array(0);
+  if (request.body === null) return new ArrayBuffer(0);
   const reader = request.body.getReader();
   const parts = [];
   let size = 0;
@@ -60,14 +61,13 @@ async function readBody(request, contentLength) {
     }
     parts.push(value);
   }
-  if (parts.length === 1) return parts[0];
   const body = new Uint8Array(size);
   let at = 0;
   for (const p of parts) {
     body.set(p, at);
     at += p.byteLength;
   }
-  return body;
+  return body.buffer;
 }
 
 // Forward decisions, memoized: `wasm.route` is a pure function of its arguments, and a
@@ -83,7 +83,7 @@ let memoSecret;
 
 function decide(request, env, authorization, contentLength) {
   const method = request.method;
-  const pathname = new URL(request.url).pathname;
+  const pathname = pathnameOf(request.url);
   const secret = env.WORLD_SECRET;
   const small = contentLength === null || SMALL_LENGTH.test(contentLength);
   const key = small && authorization !== null ? method + " " + authorization + " " + pathname : null;
@@ -112,12 +112,12 @@ async function route(request, env) {
   if (kind === 65 /* A */) return respond(decision);
   const body = await readBody(request, contentLength);
   if (body === null) return respond(wasm.tooLarge());
-  if (kind === 66 /* B */) return respond(wasm.bodyError(body) || "A" + decision.slice(1));
+  if (kind === 66 /* B */) return respond(wasm.bodyError(new Uint8Array(body)) || "A" + decision.slice(1));
   // F<ENV>\n<method>\n<name>
   const a = decision.indexOf("\n");
   const b = decision.indexOf("\n", a + 1);
   const ns = env[decision.slice(1, a)];
-  if (!ns) return respond(wasm.bodyError(body) || wasm.missingBinding(decision.slice(1, a)));
+  if (!ns) return respond(wasm.bodyError(new Uint8Array(body)) || wasm.missingBinding(decision.slice(1, a)));
   let reply;
   try {
     reply = await hop(ns, decision.slice(b + 1), decision.slice(a + 1, b), body);
@@ -156,9 +156,10 @@ class RustObject extends DurableObject {
     return this.object;
   }
 
-  /** One RPC: `[status, body, alarm]` (src/shell/serve.rs). */
-  async rpc(method, name, body) {
+  /** One RPC: `[status, body, alarm]` (src/shell/serve.rs); `body` is an ArrayBuffer or a view. */
+  async rpc(method, name, data) {
     try {
+      const body = data instanceof Uint8Array ? data : new Uint8Array(data);
       const object = this.rust();
       const current = this.currentAlarm(method);
       const alarm = typeof current === "number" ? current : await current;
@@ -205,7 +206,7 @@ class RustObject extends DurableObject {
   async fetch(request) {
     const method = request.headers.get("x-celld-method") ?? "";
     const name = decodeURIComponent(request.headers.get("x-celld-name") ?? "");
-    const reply = await this.rpc(method, name, new Uint8Array(await request.arrayBuffer()));
+    const reply = await this.rpc(method, name, await request.arrayBuffer());
     return new Response(reply[1], { status: reply[0], headers: JSON_HEADERS });
   }
 
