@@ -86,6 +86,7 @@ async function route(request, env) {
   const body = await readBody(request, contentLength);
   if (body === null) return respond(wasm.tooLarge());
   if (kind === 66 /* B */) return respond(wasm.bodyError(body) || "A" + decision.slice(1));
+  if (kind === 88 /* X */) return facade(env, decision, body);
   // F<ENV>\n<method>\n<name>
   const a = decision.indexOf("\n");
   const b = decision.indexOf("\n", a + 1);
@@ -95,6 +96,20 @@ async function route(request, env) {
   try {
     reply = await hop(ns, decision.slice(b + 1), decision.slice(a + 1, b), body);
   } catch (e) {
+    return respond(wasm.hopFailed(String(e?.message ?? e)));
+  }
+  return new Response(reply[1], { status: reply[0], headers: JSON_HEADERS });
+}
+
+/** `X<ENV>\n<method>`: the 0.3 `index` binding over the index shards (src/shell/facade.rs). */
+async function facade(env, decision, body) {
+  const a = decision.indexOf("\n");
+  if (!env[decision.slice(1, a)]) return respond(wasm.bodyError(body) || wasm.missingBinding(decision.slice(1, a)));
+  let reply;
+  try {
+    reply = await wasm.facadeCall(env, decision.slice(a + 1), body);
+  } catch (e) {
+    noteCritical(e);
     return respond(wasm.hopFailed(String(e?.message ?? e)));
   }
   return new Response(reply[1], { status: reply[0], headers: JSON_HEADERS });
@@ -181,4 +196,18 @@ export class IndexDO extends RustObject {
 
 export class QueueDO extends RustObject {
   static Rust = wasm.QueueObject;
+}
+
+// The sharded index (src/shell/shards.rs): internal methods only, reached by the 0.3
+// `index` facade and the run DO's retention cleanup.
+export class RunCatalogDO extends RustObject {
+  static Rust = wasm.CatalogObject;
+}
+
+export class HookTokenDO extends RustObject {
+  static Rust = wasm.HookTokenObject;
+}
+
+export class HookIdDO extends RustObject {
+  static Rust = wasm.HookIdObject;
 }

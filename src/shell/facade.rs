@@ -1,0 +1,65 @@
+//! The 0.3 `index` binding (`/v1/rpc/index/index/<method>`) served over the index shards:
+//! the router's `X` decision ([`super::entry`]) hands the body here instead of hopping to
+//! IndexDO. The decisions are [`crate::facade`]'s; this file only provides the
+//! [`FacadeHost`] (calls through `hop.mjs`).
+//!
+//! A call the table sends to the archive unchanged ([`Route::Archive`]) is one raw hop of
+//! the body bytes as received, so its answer is the archive's, byte for byte.
+
+use js_sys::{Array, Uint8Array};
+use wasm_bindgen::prelude::*;
+use worker::Env;
+
+use super::call::{call_env, hop_raw};
+use super::serve::{args_or_refusal, result_reply};
+use crate::facade::driver::{self, FacadeHost};
+use crate::facade::{route, Route, Target};
+use crate::wire::router::Binding;
+use crate::wire::{RpcError, Value};
+
+/// Whether run reads and lists also consult the archive IndexDO (pre-upgrade data).
+/// Always, until the archive migration exists and can say it has finished.
+pub const WITH_ARCHIVE: bool = true;
+
+struct Host {
+    env: Env,
+}
+
+fn missing(env_name: &'static str) -> impl FnOnce() -> RpcError {
+    move || RpcError::error(format!("world-celld index missing binding {env_name}"))
+}
+
+impl FacadeHost for Host {
+    async fn call(&self, target: &Target, method: &str, args: Vec<Value>) -> Result<Value, RpcError> {
+        let env_name = target.env_binding();
+        call_env(&self.env, env_name, missing(env_name), target.instance(), method, args).await
+    }
+
+    async fn lifecycle_status(&self, run_id: &str) -> Result<Value, RpcError> {
+        let env_name = Binding::Runs.env_name();
+        call_env(&self.env, env_name, missing(env_name), run_id, "getLifecycleStatus", Vec::new()).await
+    }
+}
+
+fn plain(status: u16, body: &[u8]) -> Array {
+    Array::of2(&JsValue::from(status), &Uint8Array::from(body))
+}
+
+/// One 0.3 `index` call: `[status, body]`. A body the router would refuse gets the same
+/// 400/413 answer as a hop to IndexDO would.
+#[wasm_bindgen(js_name = facadeCall)]
+pub async fn facade_call(env: Env, method: String, body: Vec<u8>) -> Array {
+    let args = match args_or_refusal(&body) {
+        Ok(a) => a,
+        Err(refusal) => return refusal,
+    };
+    let host = Host { env };
+    if matches!(route(&method, &args, WITH_ARCHIVE), Ok(Route::Archive)) {
+        let env_name = Target::Archive.env_binding();
+        return match hop_raw(&host.env, env_name, missing(env_name), Target::Archive.instance(), &method, &body).await {
+            Ok((status, bytes)) => plain(status, &bytes),
+            Err(e) => result_reply(Err(e), f64::NAN),
+        };
+    }
+    result_reply(driver::call(&host, &method, args, WITH_ARCHIVE).await, f64::NAN)
+}
