@@ -28,6 +28,7 @@
 //! | `expireRun(request)` | — | archive first (0.3 validation and errors, pre-upgrade entries), then the catalog shard `expireKeys` and the hook shards' `legacyReleaseBatch` ([`expiry`]); `deleted` counted as 0.3 did |
 //! | `put`, `delete` | — | archive |
 
+pub mod archive;
 pub mod driver;
 pub mod expiry;
 pub mod hooks;

@@ -707,3 +707,42 @@ fn driver_finalize_follows_the_03_rules() {
     assert_eq!(f.index("finalizeHookIndexes", vec![s("tok-b"), s("h2"), ser(&b, "tok-b"), b.to_value()]), Ok(Value::Null));
     assert_eq!(f.index("get", vec![s("hook:tok-b")]), Ok(Value::Null));
 }
+
+#[test]
+fn driver_reads_through_to_pre_upgrade_hooks_and_they_keep_blocking() {
+    let f = Fleet::new();
+    let old = owner("wrun_old", "hk_old");
+    let serialized = s(&hook_json(&old, "tok_old"));
+    // Written by the pre-upgrade IndexDO: a published hook and an open claim.
+    let pre = |method: &str, args: Vec<Value>| f.catalogs.borrow_mut().archive_call(method, args).unwrap();
+    pre("finalizeHookIndexes", vec![s("tok_old"), s("hk_old"), serialized.clone(), old.to_value()]);
+    let claimant = owner("wrun_claim", "hk_claim");
+    assert_eq!(pre("reserveHookToken", vec![s("tok_claimed"), claimant.to_value()]), Value::object([("claimed", Value::Bool(true))]));
+    f.world.set_run("wrun_old", "active");
+    f.world.set_run("wrun_claim", "active");
+
+    assert_eq!(f.index("get", vec![s("hook:tok_old")]), Ok(serialized.clone()));
+    assert_eq!(f.index("get", vec![s("hookid:hk_old")]), Ok(serialized.clone()));
+    let other = owner("wrun_new", "hk_new");
+    let refused = |holder: &Owner| Ok(Value::object([("claimed", Value::Bool(false)), ("holder", holder.to_value())]));
+    assert_eq!(f.index("reserveHookToken", vec![s("tok_old"), other.to_value()]), refused(&old));
+    assert_eq!(f.index("reserveHookToken", vec![s("tok_old"), old.to_value()]), refused(&old), "even its owner (0.3)");
+    assert_eq!(f.index("reserveHookToken", vec![s("tok_claimed"), other.to_value()]), refused(&claimant));
+    assert_eq!(
+        f.index("reserveHookToken", vec![s("tok_claimed"), claimant.to_value()]),
+        Ok(Value::object([("claimed", Value::Bool(true))]))
+    );
+
+    // An ended run's pre-upgrade entries neither resolve nor block.
+    f.world.set_run("wrun_old", "terminal");
+    assert_eq!(f.index("get", vec![s("hook:tok_old")]), Ok(Value::Null));
+    assert_eq!(f.index("reserveHookToken", vec![s("tok_old"), other.to_value()]), Ok(Value::object([("claimed", Value::Bool(true))])));
+
+    // Releases reach the archive too.
+    f.world.set_run("wrun_old", "active");
+    assert_eq!(f.index("deleteHookIndexes", vec![s("tok_old"), s("hk_old"), old.to_value()]), Ok(Value::Null));
+    assert_eq!(pre("get", vec![s("hook:tok_old")]), Value::Null);
+    assert_eq!(f.index("get", vec![s("hookid:hk_old")]), Ok(Value::Null));
+    assert_eq!(f.index("releaseHookToken", vec![s("tok_claimed"), claimant.to_value()]), Ok(Value::Null));
+    assert_eq!(pre("get", vec![s("hookclaim:tok_claimed")]), Value::Null);
+}
