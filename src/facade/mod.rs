@@ -33,6 +33,7 @@ pub mod driver;
 pub mod expiry;
 pub mod hooks;
 pub mod list;
+pub mod migrate;
 
 #[cfg(test)]
 mod tests;

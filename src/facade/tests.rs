@@ -746,3 +746,75 @@ fn driver_reads_through_to_pre_upgrade_hooks_and_they_keep_blocking() {
     assert_eq!(f.index("releaseHookToken", vec![s("tok_claimed"), claimant.to_value()]), Ok(Value::Null));
     assert_eq!(pre("get", vec![s("hookclaim:tok_claimed")]), Value::Null);
 }
+
+#[test]
+fn migration_moves_every_live_archive_entry_resumably() {
+    use super::migrate::{step, STATE_KEY};
+    let f = Fleet::new();
+    let pre = |method: &str, args: Vec<Value>| f.catalogs.borrow_mut().archive_call(method, args).unwrap();
+    // Pre-upgrade data: runs (one expired), correlation keys, hooks, an open claim, a test key.
+    let mut run_keys = Vec::new();
+    for i in 0..5 {
+        let run = format!("wrun_m{i}");
+        f.world.set_run(&run, "active");
+        for key in [format!("run:wf:000000000000{i}:{run}"), format!("runall:000000000000{i}:{run}"), format!("correlation:c:1:e:{run}")] {
+            pre("putOwned", vec![s(&run), s(&key), s(&format!(r#"{{"runId":"{run}"}}"#))]);
+            run_keys.push(key);
+        }
+    }
+    f.world.set_run("wrun_gone", "expired");
+    pre("putOwned", vec![s("wrun_gone"), s("runall:0000000000009:wrun_gone"), s("{}")]);
+    let hooked = owner("wrun_m0", "hk_m");
+    let serialized = s(&hook_json(&hooked, "tok_m"));
+    pre("finalizeHookIndexes", vec![s("tok_m"), s("hk_m"), serialized.clone(), hooked.to_value()]);
+    let claimant = owner("wrun_m1", "hk_c");
+    pre("reserveHookToken", vec![s("tok_c"), claimant.to_value()]);
+    pre("put", vec![s("kv:keep"), s("1")]);
+
+    // Visible through the facade before the migration…
+    assert_eq!(f.index("get", vec![s("hook:tok_m")]), Ok(serialized.clone()));
+    assert_eq!(
+        f.index("list", vec![opts(&[("prefix", s("runall:"))])]).map(|p| p.get("keys").and_then(Value::as_array).map(Vec::len)),
+        Ok(Some(6))
+    );
+
+    // …and during it: steps of 4 entries (an interrupted cron resumes from the saved state).
+    let mut steps = 0;
+    loop {
+        let state = block_on(step(&f, 4)).unwrap();
+        steps += 1;
+        assert_eq!(f.index("get", vec![s("hook:tok_m")]), Ok(serialized.clone()), "resolves at every step");
+        let other = owner("wrun_thief", "hk_t");
+        let answer = f.index("reserveHookToken", vec![s("tok_c"), other.to_value()]).unwrap();
+        assert_eq!(answer.get("claimed"), Some(&Value::Bool(false)), "the claim blocks at every step");
+        if state.done() {
+            assert_eq!((state.moved, state.skipped, state.kept), (18.0, 1.0, 0.0), "15 run keys, 2 hook records, 1 claim, 1 expired");
+            break;
+        }
+        assert!(steps < 20, "the migration does not finish");
+    }
+    assert!(steps >= 5, "bounded: {steps} steps");
+
+    // Afterwards the archive holds no live entry; everything resolves from the shards.
+    let left = pre("list", vec![]);
+    let names: Vec<String> = left
+        .get("keys")
+        .and_then(Value::as_array)
+        .unwrap()
+        .iter()
+        .filter_map(|k| k.get("name").and_then(Value::as_str).map(str::to_string))
+        .collect();
+    assert_eq!(names, [STATE_KEY.to_string(), "kv:keep".to_string()]);
+    for key in &run_keys {
+        assert_eq!(f.index("get", vec![s(key)]), Ok(s(&format!(r#"{{"runId":"{}"}}"#, key.rsplit(':').next().unwrap()))), "{key}");
+    }
+    assert_eq!(f.index("get", vec![s("runall:0000000000009:wrun_gone")]), Ok(Value::Null));
+    assert_eq!(f.index("get", vec![s("hook:tok_m")]), Ok(serialized.clone()));
+    assert_eq!(f.index("get", vec![s("hookid:hk_m")]), Ok(serialized));
+    assert_eq!(
+        f.index("reserveHookToken", vec![s("tok_c"), owner("wrun_thief", "hk_t").to_value()]).unwrap().get("claimed"),
+        Some(&Value::Bool(false))
+    );
+    let done = block_on(step(&f, 4)).unwrap();
+    assert!(done.done() && done.moved == 18.0, "a finished migration stays finished");
+}
