@@ -124,6 +124,18 @@ export default {
       throw e;
     }
   },
+
+  /** Cron: one bounded step of the archive migration (src/facade/migrate.rs). */
+  async scheduled(controller, env) {
+    checkReset();
+    try {
+      const state = await wasm.migrateArchive(env);
+      if (!JSON.parse(state).done) console.log(`world-celld index migration ${state}`);
+    } catch (e) {
+      noteCritical(e);
+      throw e;
+    }
+  },
 };
 
 // --- Durable Object classes -----------------------------------------------------------

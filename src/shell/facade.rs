@@ -3,6 +3,9 @@
 //! IndexDO. The decisions are [`crate::facade`]'s; this file only provides the
 //! [`FacadeHost`] (calls through `hop.mjs`).
 //!
+//! The `scheduled` handler runs one step of the archive migration per cron tick
+//! ([`migrate_archive`]).
+//!
 //! A call the table sends to the archive unchanged ([`Route::Archive`]) is one raw hop of
 //! the body bytes as received, so its answer is the archive's, byte for byte.
 
@@ -13,7 +16,7 @@ use worker::Env;
 use super::call::{call_env, hop_raw};
 use super::serve::{args_or_refusal, result_reply};
 use crate::facade::driver::{self, FacadeHost};
-use crate::facade::{route, Route, Target};
+use crate::facade::{migrate, route, Route, Target};
 use crate::wire::router::Binding;
 use crate::wire::{RpcError, Value};
 
@@ -62,4 +65,21 @@ pub async fn facade_call(env: Env, method: String, body: Vec<u8>) -> Array {
         };
     }
     result_reply(driver::call(&host, &method, args, WITH_ARCHIVE).await, f64::NAN)
+}
+
+/// Entries one cron tick of the archive migration moves at most (each costs 3–4 Durable
+/// Object calls); `WORKFLOW_INDEX_MIGRATION_BUDGET` overrides it.
+pub const MIGRATION_BUDGET: usize = 64;
+
+/// One step of the archive migration ([`crate::facade::migrate`]), for the `scheduled`
+/// handler: the state after it, as JSON text.
+#[wasm_bindgen(js_name = migrateArchive)]
+pub async fn migrate_archive(env: Env) -> Result<String, JsValue> {
+    let budget = super::env::var(&env, "WORKFLOW_INDEX_MIGRATION_BUDGET")
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(MIGRATION_BUDGET);
+    let host = Host { env };
+    let state = migrate::step(&host, budget).await.map_err(|e| JsValue::from_str(&format!("{}: {}", e.name, e.message)))?;
+    state.to_value().to_json().map_err(|e| JsValue::from_str(&format!("{e:?}")))
 }
