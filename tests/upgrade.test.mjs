@@ -127,6 +127,10 @@ test("pre-upgrade index data: visible, blocking, migrated across restarts, archi
     const left = await archive(w, "list", [{}]);
     assert.deepEqual(left.keys.map((k) => k.name), ["celld-migration:v1"]);
     await everythingVisible("after the migration");
+    // A fresh isolate sees the migration done and stops consulting the archive: still all there.
+    await w.dispose();
+    w = await startWorker({ persistDir: dir, vars: VARS });
+    await everythingVisible("after the migration, archive read-through off");
     // Ended runs' hooks were released by the client as before; the live ones now sit on the shards.
     await apply(w, live, { eventType: "run_completed", eventData: { output: new Uint8Array([1]) } });
     assert.equal(await ix(w, "get", ["hook:tok_pub"]), null, "a terminal run's hook no longer resolves");

@@ -186,3 +186,56 @@ pub async fn step<H: FacadeHost>(host: &H, budget: usize) -> Result<State, RpcEr
     }
     Ok(state)
 }
+
+/// How long a router isolate trusts an "archive not yet migrated" reading before asking
+/// again ([`MigrationCache`]).
+pub const RECHECK_MS: i64 = 30_000;
+
+/// A router isolate's view of the migration, so that a finished migration stops the
+/// archive read-through ([`super::archive`]) without a read per call: "done" is final (the
+/// archive never receives index entries again), "not done" is re-read after
+/// [`RECHECK_MS`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MigrationCache {
+    /// When "not done" was last read (epoch ms); `None` before the first reading.
+    pub checked_at: Option<i64>,
+    pub done: bool,
+}
+
+impl MigrationCache {
+    /// Whether the state must be read (again) before deciding.
+    pub fn stale(&self, now: i64) -> bool {
+        !self.done && self.checked_at.is_none_or(|at| now.saturating_sub(at) >= RECHECK_MS)
+    }
+
+    /// Record a reading of the state key's value.
+    pub fn observe(&mut self, state: &Value, now: i64) {
+        self.done = State::from_value(state).done();
+        self.checked_at = Some(now);
+    }
+
+    /// Whether facade calls still consult the archive.
+    pub fn with_archive(&self) -> bool {
+        !self.done
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cache_rereads_until_done_then_never() {
+        let mut cache = MigrationCache::default();
+        assert!(cache.stale(0) && cache.with_archive());
+        cache.observe(&Value::Null, 1_000);
+        assert!(!cache.stale(1_000 + RECHECK_MS - 1) && cache.with_archive());
+        assert!(cache.stale(1_000 + RECHECK_MS));
+        let done = State { family: FAMILIES.len(), ..State::default() }.to_value();
+        cache.observe(&done, 50_000);
+        assert!(!cache.with_archive());
+        assert!(!cache.stale(i64::MAX), "done is final");
+        let half = State { family: 2, cursor: Some("x".into()), ..State::default() };
+        assert_eq!(State::from_value(&half.to_value()), half);
+    }
+}

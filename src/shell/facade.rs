@@ -9,20 +9,39 @@
 //! A call the table sends to the archive unchanged ([`Route::Archive`]) is one raw hop of
 //! the body bytes as received, so its answer is the archive's, byte for byte.
 
+use std::cell::Cell;
+
 use js_sys::{Array, Uint8Array};
 use wasm_bindgen::prelude::*;
 use worker::Env;
 
 use super::call::{call_env, hop_raw};
-use super::serve::{args_or_refusal, result_reply};
+use super::serve::{args_or_refusal, now_ms, result_reply};
 use crate::facade::driver::{self, FacadeHost};
-use crate::facade::{migrate, route, Route, Target};
+use crate::facade::migrate::{self, MigrationCache};
+use crate::facade::{route, Route, Target};
 use crate::wire::router::Binding;
 use crate::wire::{RpcError, Value};
 
-/// Whether run reads and lists also consult the archive IndexDO (pre-upgrade data).
-/// Always, until the archive migration exists and can say it has finished.
-pub const WITH_ARCHIVE: bool = true;
+thread_local! {
+    /// This isolate's view of the archive migration (wasm is single-threaded).
+    static MIGRATION: Cell<MigrationCache> = Cell::new(MigrationCache::default());
+}
+
+/// Whether facade calls still consult the archive (pre-upgrade data): until this isolate
+/// has seen the migration finished. A reading costs one archive call, at most every
+/// [`migrate::RECHECK_MS`] per isolate; a failed reading keeps the archive in.
+async fn with_archive(host: &Host) -> bool {
+    let now = now_ms();
+    let mut cache = MIGRATION.with(Cell::get);
+    if cache.stale(now) {
+        if let Ok(state) = host.call(&Target::Archive, "get", vec![Value::str(migrate::STATE_KEY)]).await {
+            cache.observe(&state, now);
+            MIGRATION.with(|c| c.set(cache));
+        }
+    }
+    cache.with_archive()
+}
 
 struct Host {
     env: Env,
@@ -57,14 +76,15 @@ pub async fn facade_call(env: Env, method: String, body: Vec<u8>) -> Array {
         Err(refusal) => return refusal,
     };
     let host = Host { env };
-    if matches!(route(&method, &args, WITH_ARCHIVE), Ok(Route::Archive)) {
+    let with_archive = with_archive(&host).await;
+    if matches!(route(&method, &args, with_archive), Ok(Route::Archive)) {
         let env_name = Target::Archive.env_binding();
         return match hop_raw(&host.env, env_name, missing(env_name), Target::Archive.instance(), &method, &body).await {
             Ok((status, bytes)) => plain(status, &bytes),
             Err(e) => result_reply(Err(e), f64::NAN),
         };
     }
-    result_reply(driver::call(&host, &method, args, WITH_ARCHIVE).await, f64::NAN)
+    result_reply(driver::call(&host, &method, args, with_archive).await, f64::NAN)
 }
 
 /// Entries one cron tick of the archive migration moves at most (each costs 3–4 Durable
