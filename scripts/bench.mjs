@@ -2,7 +2,7 @@
 // npm run bench: benchmarks against the built worker (build/index.js) on Miniflare.
 //
 //   node scripts/bench.mjs                  every workload
-//   node scripts/bench.mjs queue events     selected workloads
+//   node scripts/bench.mjs queue events     selected workloads (events, streams, queue, index)
 //   node scripts/bench.mjs --fetch ...      drive the worker with fetch instead of
 //                                           node:http keep-alive (adds ~1 ms of client
 //                                           CPU per request on Node 20)
@@ -12,10 +12,11 @@
 
 import { startWorker } from "../tests/lib/harness.mjs";
 import { eventsWorkload } from "./bench/events.mjs";
+import { indexWorkload } from "./bench/index.mjs";
 import { queueWorkload } from "./bench/queue.mjs";
 import { streamsWorkload } from "./bench/streams.mjs";
 
-const WORKLOADS = { events: eventsWorkload, streams: streamsWorkload, queue: queueWorkload };
+const WORKLOADS = { events: eventsWorkload, streams: streamsWorkload, queue: queueWorkload, index: indexWorkload };
 
 const args = process.argv.slice(2);
 const transport = args.includes("--fetch") ? "fetch" : "http";
