@@ -15,6 +15,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startWorker, STANDARD_VARS } from "./lib/harness.mjs";
+import { enqueueRequest } from "./lib/queue-target.mjs";
 
 const VARS = { ...STANDARD_VARS, WORKFLOW_INDEX_MIGRATION_BUDGET: "4" };
 
@@ -80,6 +81,21 @@ test("pre-upgrade index data: visible, blocking, migrated across restarts, archi
     // A stream and a queued message, untouched by the upgrade.
     await w.rpc("streams", `run-streams:${live}`, "registerStream", [live, "out"]);
     await w.rpc("streams", "stream:out", "writeChunk", [live, new Uint8Array([7])]);
+    // A queued message, delayed an hour (its target is never reached in this test).
+    const queued = await w.rpc("queue", "q:0", "enqueue", [enqueueRequest("msg_up_1", "http://127.0.0.1:9", { runId: live, delaySeconds: 3600 })]);
+    assert.equal(queued.ok, true, JSON.stringify(queued));
+    // A run the old release indexed that expires after the upgrade: its retention `index`
+    // phase must clear the archive's entries too.
+    const doomed = "wrun_up_doomed";
+    const doomedCreated = await apply(w, doomed, {
+      eventType: "run_created",
+      eventData: { deploymentId: "dep", workflowName: "wf-up", input: new Uint8Array([9]) },
+    });
+    const doomedMs = String(doomedCreated.run.createdAt.getTime()).padStart(13, "0");
+    for (const key of [`run:wf-up:${doomedMs}:${doomed}`, `runall:${doomedMs}:${doomed}`]) {
+      await archive(w, "putOwned", [doomed, key, JSON.stringify({ runId: doomed })]);
+    }
+    await apply(w, doomed, { eventType: "run_cancelled" });
     // Terminal runs end: completed / failed / cancelled.
     await apply(w, runs[2].runId, { eventType: "run_completed", eventData: { output: new Uint8Array([1]) } });
     await apply(w, runs[3].runId, { eventType: "run_failed", eventData: { error: new Uint8Array([5]), errorCode: "USER_ERROR" } });
@@ -97,6 +113,8 @@ test("pre-upgrade index data: visible, blocking, migrated across restarts, archi
       assert.deepEqual(await ix(w, "reserveHookToken", ["tok_res", other]), { claimed: false, holder: reserved }, `${label}: claim blocks`);
       const chunks = await w.rpc("streams", "stream:out", "getChunks", [{ startIndex: 0, limit: 10 }]);
       assert.equal(chunks.chunks.length, 1, `${label}: stream kept`);
+      const stats = await w.rpc("queue", "q:0", "stats", []);
+      assert.equal(stats.pending, 1, `${label}: queued message kept`);
     }
     await everythingVisible("before the migration");
 
@@ -104,6 +122,11 @@ test("pre-upgrade index data: visible, blocking, migrated across restarts, archi
     await w.dispose();
     w = await startWorker({ persistDir: dir, vars: VARS });
     await everythingVisible("after the restart");
+    // Retention of a pre-upgrade run reaches the archive.
+    assert.notEqual(await ix(w, "get", [`runall:${doomedMs}:${doomed}`]), null);
+    await w.rpc("runs", doomed, "cleanupNow", [{ retentionMs: 1, queueShards: 1 }]);
+    assert.equal(await ix(w, "get", [`runall:${doomedMs}:${doomed}`]), null, "expired: gone from the facade");
+    assert.equal(await archive(w, "get", [`runall:${doomedMs}:${doomed}`]), null, "and from the archive");
     let state = await tick(w);
     assert.equal(state.done, false, "bounded: one tick does not finish");
     assert.ok(state.moved + state.skipped === 4, JSON.stringify(state));
@@ -124,8 +147,10 @@ test("pre-upgrade index data: visible, blocking, migrated across restarts, archi
     assert.equal(state.kept, 0, JSON.stringify(state));
 
     // ---- the archive holds no live entry ------------------------------------------------
+    // (What remains: the migration's state and the 0.3 expiry fence the retention of the
+    // pre-upgrade run wrote — a fence, not an index entry.)
     const left = await archive(w, "list", [{}]);
-    assert.deepEqual(left.keys.map((k) => k.name), ["celld-migration:v1"]);
+    assert.deepEqual(left.keys.map((k) => k.name), ["celld-migration:v1", `expired:${doomed}`]);
     await everythingVisible("after the migration");
     // A fresh isolate sees the migration done and stops consulting the archive: still all there.
     await w.dispose();
