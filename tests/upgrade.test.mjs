@@ -156,6 +156,18 @@ test("pre-upgrade index data: visible, blocking, migrated across restarts, archi
     await w.dispose();
     w = await startWorker({ persistDir: dir, vars: VARS });
     await everythingVisible("after the migration, archive read-through off");
+    // A run indexed and expired after the migration touches the shards only.
+    const late = "wrun_up_late";
+    const lateCreated = await apply(w, late, {
+      eventType: "run_created",
+      eventData: { deploymentId: "dep", workflowName: "wf-up", input: new Uint8Array([3]) },
+    });
+    const lateKey = `runall:${String(lateCreated.run.createdAt.getTime()).padStart(13, "0")}:${late}`;
+    assert.deepEqual(await ix(w, "putOwned", [late, lateKey, "{}"]), { stored: true });
+    await apply(w, late, { eventType: "run_cancelled" });
+    await w.rpc("runs", late, "cleanupNow", [{ retentionMs: 1, queueShards: 1 }]);
+    assert.equal(await ix(w, "get", [lateKey]), null);
+    assert.equal((await archive(w, "list", [{}])).keys.length, 2, "no new archive fence");
     // Ended runs' hooks were released by the client as before; the live ones now sit on the shards.
     await apply(w, live, { eventType: "run_completed", eventData: { output: new Uint8Array([1]) } });
     assert.equal(await ix(w, "get", ["hook:tok_pub"]), null, "a terminal run's hook no longer resolves");

@@ -28,6 +28,13 @@ thread_local! {
     static MIGRATION: Cell<MigrationCache> = Cell::new(MigrationCache::default());
 }
 
+/// Whether the archive may still hold index entries of the pre-upgrade IndexDO, for the
+/// run DO's retention `index` phase (which skips the archive's `expireRun` once it cannot
+/// find anything there). The same per-isolate reading as the facade's.
+pub(super) async fn archive_in_use(env: &Env) -> bool {
+    with_archive(&Host { env: env.clone() }).await
+}
+
 /// Whether facade calls still consult the archive (pre-upgrade data): until this isolate
 /// has seen the migration finished. A reading costs one archive call, at most every
 /// [`migrate::RECHECK_MS`] per isolate; a failed reading keeps the archive in.
