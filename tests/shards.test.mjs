@@ -76,7 +76,7 @@ test("run DO getLifecycleStatus: internal (not on /v1/rpc), missing â†’ active â
   assert.equal(await ok("WORKFLOW_DB", "wrun_lc", "getLifecycleStatus"), "terminal");
 });
 
-test("RunCatalogDO: upsertRun under a lease, list with values, expireRun fence, alarm armed", async () => {
+test("RunCatalogDO: upsertRun under a lease, list with values, expireRun fence, argument and body errors", async () => {
   const keys = ["run:wf:0000000000005:wrun_cat", "runall:0000000000005:wrun_cat"];
   const name = "run-catalog:v1:cat-test";
   const now = Date.now();
