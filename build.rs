@@ -4,12 +4,15 @@
 //! The router maps each RPC binding key (`runs`, `streams`, `index`, `queue`) to a DO
 //! class; this script finds the `[[durable_objects.bindings]]` entry for each class and
 //! emits `$OUT_DIR/do_bindings.rs` with the environment name. A missing or duplicated
-//! class, or a class absent from the `v1` SQLite migration, fails the build with a clear
+//! class, or a class absent from every SQLite migration, or an index shard class bound under another name than its core's constant, fails the build with a clear
 //! message.
 
 use std::{env, fs, path::Path};
 
 const CLASSES: [&str; 4] = ["WorkflowRunDO", "StreamDO", "IndexDO", "QueueDO"];
+/// The sharded index classes (migration `v2`) and the env names the cores use for them.
+const SHARD_CLASSES: [(&str, &str); 3] =
+    [("RunCatalogDO", "WORKFLOW_RUN_CATALOG"), ("HookTokenDO", "WORKFLOW_HOOK_TOKENS"), ("HookIdDO", "WORKFLOW_HOOK_IDS")];
 
 fn unquote(v: &str) -> Option<String> {
     let v = v.trim();
@@ -41,7 +44,7 @@ fn main() {
             match (in_binding, k.trim()) {
                 (true, "name") => cur_name = unquote(v),
                 (true, "class_name") => cur_class = unquote(v),
-                (_, "new_sqlite_classes") => sqlite_classes = v.to_string(),
+                (_, "new_sqlite_classes") => sqlite_classes.push_str(v),
                 _ => {}
             }
         }
@@ -63,6 +66,17 @@ fn main() {
         out.push_str(&format!("    ({class:?}, {:?}),\n", found[0].1));
     }
     out.push_str("];\n");
+    // The index shards' env names are constants of the cores (src/catalog, src/hook_shard):
+    // the deployed configuration must bind them under exactly those names.
+    for (class, env_name) in SHARD_CLASSES {
+        let found: Vec<_> = bindings.iter().filter(|(c, _)| c == class).collect();
+        if found.len() != 1 || found[0].1 != env_name {
+            panic!("build.rs: wrangler.toml must bind class {class} exactly once, as {env_name}");
+        }
+        if !sqlite_classes.contains(&format!("\"{class}\"")) {
+            panic!("build.rs: class {class} is missing from new_sqlite_classes in wrangler.toml");
+        }
+    }
     let dest = Path::new(&env::var("OUT_DIR").expect("OUT_DIR")).join("do_bindings.rs");
     fs::write(dest, out).expect("build.rs: cannot write do_bindings.rs");
 }

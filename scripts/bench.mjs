@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // npm run bench: benchmarks against the built worker (build/index.js) on Miniflare.
 //
-//   node scripts/bench.mjs                  every throughput workload (events, streams, queue)
+//   node scripts/bench.mjs                  every throughput workload (events, streams, queue, index)
 //   node scripts/bench.mjs queue events     selected workloads
 //   node scripts/bench.mjs --runs N ...     repeat the selected workloads N times
 //   node scripts/bench.mjs --http ...       drive the worker with node:http keep-alive instead
@@ -22,12 +22,13 @@
 
 import { startWorker } from "../tests/lib/harness.mjs";
 import { eventsWorkload } from "./bench/events.mjs";
+import { indexWorkload } from "./bench/index.mjs";
 import { queueWorkload } from "./bench/queue.mjs";
 import { streamsWorkload } from "./bench/streams.mjs";
 import { CPU_WORKLOADS, compareFiles, cpuMode } from "./bench/cpu.mjs";
 import { cpuDelta, findWorkerd, sampleCpu, workerdPids } from "./bench/proc.mjs";
 
-const WORKLOADS = { events: eventsWorkload, streams: streamsWorkload, queue: queueWorkload };
+const WORKLOADS = { events: eventsWorkload, streams: streamsWorkload, queue: queueWorkload, index: indexWorkload };
 
 function parseArgs(argv) {
   const opts = { transport: "fetch", runs: 1, concurrency: 8, builds: [], json: null, opsOverride: undefined, compare: null, verbose: false, names: [] };

@@ -20,17 +20,45 @@ use super::records::{text, time_value, two_keys, ExpiryFence, ExpiryGc};
 /// those that existed.
 pub fn expire_run(store: &mut dyn Store, ctx: &Ctx, alarm: &mut Alarm, args: Args) -> Result<Value, RpcError> {
     let run_keys = two_keys(args.raw(1), "Run catalog expiry requires exactly two keys")?;
-    let run_id = text(args.raw(0));
-    let fence_key = keys::expired(&run_id);
-    let existing: Option<ExpiryFence> = get_json(store, &fence_key)?;
-    let compact_at = existing.map_or_else(|| ctx.now.saturating_add(CATALOG_FENCE_GRACE_MS), |fence| fence.compact_at);
-    put_json(store, &fence_key, &ExpiryFence { expired_at: time_value(args.raw(2)), compact_at })?;
-    put_json(store, &keys::expiry_gc(compact_at, &run_id), &ExpiryGc { run_id, compact_at })?;
-    arm_at_most(alarm, compact_at);
+    fence(store, ctx, alarm, text(args.raw(0)), args.raw(2))?;
     let mut deleted = 0u32;
     for key in &run_keys {
         if store.delete(key)? {
             deleted += 1;
+        }
+    }
+    Ok(Value::object([("deleted", Value::num(deleted))]))
+}
+
+/// Write (or refresh) the fence of `run_id` and its compaction entry; arm the alarm.
+fn fence(store: &mut dyn Store, ctx: &Ctx, alarm: &mut Alarm, run_id: String, expired_at: Option<&Value>) -> Result<(), RpcError> {
+    let fence_key = keys::expired(&run_id);
+    let existing: Option<ExpiryFence> = get_json(store, &fence_key)?;
+    let compact_at = existing.map_or_else(|| ctx.now.saturating_add(CATALOG_FENCE_GRACE_MS), |fence| fence.compact_at);
+    put_json(store, &fence_key, &ExpiryFence { expired_at: time_value(expired_at), compact_at })?;
+    put_json(store, &keys::expiry_gc(compact_at, &run_id), &ExpiryGc { run_id, compact_at })?;
+    arm_at_most(alarm, compact_at);
+    Ok(())
+}
+
+/// `expireKeys(runId, keys, expiredAt)` → `{deleted}`: ours (not in the reference class),
+/// for the 0.3 facade's `expireRun` and the retention `index` phase, which also hold the
+/// run's `correlation:` keys here. The fence of [`expire_run`], then each distinct key of
+/// the array `keys` that belongs to the catalog ([`keys::is_catalog_key`]) is deleted and
+/// counted if it existed.
+pub fn expire_keys(store: &mut dyn Store, ctx: &Ctx, alarm: &mut Alarm, args: Args) -> Result<Value, RpcError> {
+    let Some(Value::Array(names)) = args.raw(1) else {
+        return Err(RpcError::type_error("Run catalog expiry requires an array of keys"));
+    };
+    fence(store, ctx, alarm, text(args.raw(0)), args.raw(2))?;
+    let mut seen: Vec<&str> = Vec::new();
+    let mut deleted = 0u32;
+    for name in names.iter().filter_map(Value::as_str).filter(|k| keys::is_catalog_key(k)) {
+        if !seen.contains(&name) {
+            seen.push(name);
+            if store.delete(name)? {
+                deleted += 1;
+            }
         }
     }
     Ok(Value::object([("deleted", Value::num(deleted))]))

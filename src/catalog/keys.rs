@@ -8,10 +8,19 @@ use crate::wire::uri::encode_uri_component;
 pub const RUN_PREFIX: &str = "run:";
 /// Prefix of the global run keys (the retention sweep pages these).
 pub const RUNALL_PREFIX: &str = "runall:";
+/// Prefix of the 0.3 client's correlation keys, which the 0.3 facade keeps in the run's
+/// shard (nothing reads them but tests and the retention cleanup).
+pub const CORRELATION_PREFIX: &str = "correlation:";
 /// Prefix of the expiry fences.
 pub const EXPIRED_PREFIX: &str = "expired:";
 /// Prefix of the time-ordered fence compaction index.
 pub const EXPIRY_GC_PREFIX: &str = "expiry-gc:";
+
+/// Is `key` one of the keys a facade call may write or expire here (`run:`, `runall:`,
+/// `correlation:`)? Never one of the shard's own records.
+pub fn is_catalog_key(key: &str) -> bool {
+    [RUN_PREFIX, RUNALL_PREFIX, CORRELATION_PREFIX].iter().any(|p| key.starts_with(p))
+}
 
 /// `run:<workflowName>:<pad13(createdAt)>:<runId>` (the workflow name is not escaped).
 pub fn run(workflow_name: &str, created_at_ms: i64, run_id: &str) -> String {

@@ -51,11 +51,11 @@ pub const ENV_BINDING: &str = "WORKFLOW_RUN_CATALOG";
 pub const METHODS: [&str; 4] = ["upsertRun", "list", "deleteStaleGlobalRun", "expireRun"];
 
 /// Methods of ours for the 0.3 `index` facade ([`crate::facade`]), also internal.
-pub const FACADE_METHODS: [&str; 1] = ["upsertKey"];
+pub const FACADE_METHODS: [&str; 2] = ["upsertKey", "expireKeys"];
 
 /// Does `method` need the current alarm time (the shell then reads it first)?
 pub fn reads_alarm(method: &str) -> bool {
-    method == "expireRun"
+    method == "expireRun" || method == "expireKeys"
 }
 
 /// Dispatch one method (inside one storage transaction).
@@ -66,6 +66,7 @@ pub fn call(store: &mut dyn Store, ctx: &Ctx, alarm: &mut Alarm, method: &str, a
         "list" => list::list(store, args),
         "deleteStaleGlobalRun" => expiry::delete_stale_global_run(store, args),
         "expireRun" => expiry::expire_run(store, ctx, alarm, args),
+        "expireKeys" => expiry::expire_keys(store, ctx, alarm, args),
         other => Err(RpcError::type_error(format!("{CLASS}.{other} is not a function"))),
     }
 }

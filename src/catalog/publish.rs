@@ -39,12 +39,12 @@ fn stored(yes: bool) -> Value {
 }
 
 /// `upsertKey(runId, key, value)` → `{stored}`: the single-key upsert the 0.3 `index`
-/// facade uses for `putOwned` of a `run:`/`runall:` key (the 0.3 client has no lease; the
+/// facade uses for `putOwned` of a `run:`/`runall:`/`correlation:` key (the 0.3 client has no lease; the
 /// facade asks the run DO's lifecycle instead, before this call). Refused behind the
 /// run's expiry fence, like `upsertRun`. Not part of the reference class.
 pub fn upsert_key(store: &mut dyn Store, args: Args) -> Result<Value, RpcError> {
     let key = text(args.raw(1));
-    if !key.starts_with(keys::RUN_PREFIX) && !key.starts_with(keys::RUNALL_PREFIX) {
+    if !keys::is_catalog_key(&key) {
         return Err(RpcError::error(format!("Run catalog cannot hold key {key}")));
     }
     if store.get(&keys::expired(&text(args.raw(0))))?.is_some() {

@@ -358,9 +358,33 @@ fn upsert_key_for_the_legacy_facade() {
     let key = keys::run("wf", 5, "wrun_1");
     assert_eq!(c.ok("upsertKey", vec![s("wrun_1"), s(&key), s("{}")]), stored(true));
     assert_eq!(c.store.text(&key), Some("{}"));
-    let err = c.call("upsertKey", vec![s("wrun_1"), s("correlation:x"), s("{}")]).unwrap_err();
-    assert_eq!(err.message, "Run catalog cannot hold key correlation:x");
+    assert_eq!(c.ok("upsertKey", vec![s("wrun_1"), s("correlation:x:5:e:wrun_1"), s("{}")]), stored(true));
+    for other in ["kv:x", "expired:wrun_1", "expiry-gc:0:wrun_1"] {
+        let err = c.call("upsertKey", vec![s("wrun_1"), s(other), s("{}")]).unwrap_err();
+        assert_eq!(err.message, format!("Run catalog cannot hold key {other}"));
+    }
     c.ok("expireRun", vec![s("wrun_1"), run_keys("wrun_1", 5), n(T0)]);
     assert_eq!(c.ok("upsertKey", vec![s("wrun_1"), s(&key), s("{}")]), stored(false));
     assert_eq!(c.store.text(&key), None);
+}
+
+#[test]
+fn expire_keys_fences_and_deletes_any_catalog_key_once() {
+    let mut c = Shard::new();
+    let run = keys::run("wf", 5, "wrun_1");
+    let corr = "correlation:c:5:e:wrun_1";
+    for key in [run.as_str(), corr] {
+        c.ok("upsertKey", vec![s("wrun_1"), s(key), s("{}")]);
+    }
+    c.store.data.insert("kv:x".into(), "1".into());
+    let names = Value::Array(vec![s(&run), s(&run), s(corr), s("kv:x"), s("missing:key"), n(5)]);
+    assert_eq!(c.ok("expireKeys", vec![s("wrun_1"), names.clone(), n(T0)]), Value::object([("deleted", n(2))]));
+    assert_eq!(c.store.text("kv:x"), Some("1"), "not a catalog key: left alone");
+    assert_eq!((c.count("expired:"), c.count("expiry-gc:")), (1, 1));
+    assert_eq!(c.alarm, Some(T0 + crate::lifecycle::CATALOG_FENCE_GRACE_MS));
+    assert_eq!(c.ok("upsertKey", vec![s("wrun_1"), s(corr), s("{}")]), stored(false), "behind the fence");
+    assert_eq!(c.ok("expireKeys", vec![s("wrun_1"), names, n(T0)]), Value::object([("deleted", n(0))]), "idempotent");
+    assert_eq!(c.count("expiry-gc:"), 1, "a refreshed fence keeps its compaction entry");
+    let err = c.call("expireKeys", vec![s("wrun_1"), s(&run), n(T0)]).unwrap_err();
+    assert_eq!(err, RpcError::type_error("Run catalog expiry requires an array of keys"));
 }

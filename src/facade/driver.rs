@@ -9,7 +9,8 @@ use futures_util::future::join_all;
 
 use super::hooks::{LegacyHook, Reserve, ShardCall};
 use super::list::merge;
-use super::{refuses_put, route, run_get_hit, run_get_options, Route, Target};
+use super::{archive, expiry, refuses_put, route, run_get_hit, run_get_options, Route, Target};
+use crate::hook_shard::family::LEGACY_GET;
 use crate::wire::{RpcError, Value};
 
 /// What the facade needs from its environment.
@@ -25,9 +26,24 @@ pub trait FacadeHost {
 pub async fn call<H: FacadeHost>(host: &H, method: &str, args: Vec<Value>, with_archive: bool) -> Result<Value, RpcError> {
     match route(method, &args, with_archive)? {
         Route::Archive => host.call(&Target::Archive, method, args).await,
-        Route::Discard => Ok(Value::object([("stored", Value::Bool(true))])),
+        Route::PutKey { target, run_id, key, value } => {
+            host.call(&target, "upsertKey", vec![Value::String(run_id), Value::String(key), value]).await
+        }
+        Route::ExpireRun(request) => {
+            let archive = expiry::archive_call(&request);
+            let archived = host.call(&archive.target, archive.method, archive.args).await?;
+            let calls = expiry::shard_calls(&request);
+            let answers = all(host, calls.clone()).await?;
+            expiry::answer(&archived, &calls, &answers)
+        }
         Route::RunGet { key, order } => run_get(host, &key, &order).await,
-        Route::HookGet { target, key } => host.call(&target, "get", vec![Value::String(key)]).await,
+        Route::HookGet { target, key } => {
+            let found = host.call(&target, LEGACY_GET, vec![Value::String(key.clone())]).await?;
+            match archive::hook_key(&target, &key) {
+                Some(archive_key) if with_archive && found.is_null() => archived_hook(host, archive_key).await,
+                _ => Ok(found),
+            }
+        }
         Route::PutRun { target, run_id, key, value } => {
             if refuses_put(&host.lifecycle_status(&run_id).await?) {
                 return Ok(Value::object([("stored", Value::Bool(false))]));
@@ -39,8 +55,20 @@ pub async fn call<H: FacadeHost>(host: &H, method: &str, args: Vec<Value>, with_
             let pages = join_all(calls).await.into_iter().collect::<Result<Vec<_>, _>>()?;
             merge(&plan, &pages)
         }
-        Route::ReserveHookToken(hook) => reserve(host, &hook).await,
+        Route::ReserveHookToken(hook) => {
+            if with_archive {
+                if let Some(refusal) = archive_refusal(host, &hook).await? {
+                    return Ok(refusal);
+                }
+            }
+            reserve(host, &hook).await
+        }
         Route::FinalizeHookIndexes { hook, serialized } => {
+            if fenced_without_run(host, &hook.owner.run_id).await? {
+                // 0.3: a finalize for an expired run is ignored and drops the owner's claim.
+                all(host, hook.release_reservation()).await?;
+                return Ok(Value::Null);
+            }
             let by_token = publish(host, &hook, hook.finalize_token(&serialized)).await?;
             if LegacyHook::token_stored(&by_token) {
                 publish(host, &hook, hook.publish_hook_id(&serialized)).await?;
@@ -48,11 +76,13 @@ pub async fn call<H: FacadeHost>(host: &H, method: &str, args: Vec<Value>, with_
             Ok(Value::Null)
         }
         Route::ReleaseHookToken(hook) => {
-            all(host, hook.release_reservation()).await?;
+            let archived = with_archive.then(|| archive::forward("releaseHookToken", args.clone()));
+            with_archive_call(host, hook.release_reservation(), archived).await?;
             Ok(Value::Null)
         }
         Route::DeleteHookIndexes(hook) => {
-            all(host, hook.delete_indexes()).await?;
+            let archived = with_archive.then(|| archive::forward("deleteHookIndexes", args.clone()));
+            with_archive_call(host, hook.delete_indexes(), archived).await?;
             Ok(Value::Null)
         }
     }
@@ -80,6 +110,61 @@ async fn shard_call<H: FacadeHost>(host: &H, call: ShardCall) -> Result<Value, R
 /// Every call concurrently; the first error, once all have finished.
 async fn all<H: FacadeHost>(host: &H, calls: Vec<ShardCall>) -> Result<Vec<Value>, RpcError> {
     join_all(calls.into_iter().map(|call| shard_call(host, call))).await.into_iter().collect()
+}
+
+/// A hook the shards do not have, from the archive: shown while its run lives.
+async fn archived_hook<H: FacadeHost>(host: &H, archive_key: String) -> Result<Value, RpcError> {
+    let record = host.call(&Target::Archive, "get", vec![Value::String(archive_key)]).await?;
+    match archive::record_owner(&record)? {
+        Some(owner) if archive::alive(&host.lifecycle_status(&owner.run_id).await?) => Ok(record),
+        _ => Ok(Value::Null),
+    }
+}
+
+/// The refusal a pre-upgrade record or claim of a live run imposes on a reservation.
+async fn archive_refusal<H: FacadeHost>(host: &H, hook: &LegacyHook) -> Result<Option<Value>, RpcError> {
+    let reads = archive::reserve_reads(hook);
+    let answers = join_all(reads.iter().map(|(target, method, args)| host.call(target, method, args.clone()))).await;
+    let [record, claim]: [Value; 2] = match answers.into_iter().collect::<Result<Vec<_>, _>>()?.try_into() {
+        Ok(pair) => pair,
+        Err(_) => return Err(RpcError::error("archive reads")),
+    };
+    for owner in archive::reserve_blockers(hook, &record, &claim)? {
+        if archive::alive(&host.lifecycle_status(&owner.run_id).await?) {
+            return Ok(Some(archive::refused(&owner)));
+        }
+    }
+    Ok(None)
+}
+
+/// The shard calls and, concurrently, the archive's (its answer is not used).
+async fn with_archive_call<H: FacadeHost>(
+    host: &H,
+    calls: Vec<ShardCall>,
+    archived: Option<(Target, &'static str, Vec<Value>)>,
+) -> Result<(), RpcError> {
+    let archive = async {
+        match &archived {
+            Some((target, method, args)) => host.call(target, method, args.clone()).await.map(drop),
+            None => Ok(()),
+        }
+    };
+    let (shards, archive) = futures_util::future::join(all(host, calls), archive).await;
+    shards?;
+    archive
+}
+
+/// Whether the run is unknown to the run DO (`missing`) but fenced by an `expireRun` in its
+/// catalog shard: the 0.3 `index.expireRun` of a run the run DO never held (tests and
+/// recordings do this). A run the run DO holds is judged by its lifecycle, in the hook
+/// shards. One run DO call, and one catalog call only for missing runs.
+async fn fenced_without_run<H: FacadeHost>(host: &H, run_id: &str) -> Result<bool, RpcError> {
+    if host.lifecycle_status(run_id).await?.as_str() != Some("missing") {
+        return Ok(false);
+    }
+    let fence = format!("expired:{run_id}");
+    let target = Target::Catalog(crate::shard::run_catalog(run_id));
+    Ok(run_get_hit(&fence, &host.call(&target, "list", vec![run_get_options(&fence)]).await?).is_some())
 }
 
 /// The home shard; on a miss the other catalog shards concurrently; then the archive.

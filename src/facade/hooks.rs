@@ -6,6 +6,7 @@
 //! Every function here is pure: it says which shard calls to make and what to answer from
 //! their results. The shard methods are those of [`crate::hook_shard`].
 
+use crate::hook_shard::family::LEGACY_PUBLISH;
 use crate::hook_shard::records::{release_entry_value, Owner};
 use crate::hook_shard::Family;
 use crate::wire::uri::encode_uri_component;
@@ -98,12 +99,12 @@ impl LegacyHook {
 
     // ---- finalizeHookIndexes(token, hookId, serialized, owner) --------------------------
 
-    /// The token shard's `finalize` with the legacy claim id; only when it answers
+    /// The token shard's `finalize` (its 0.3 lifecycle rule: [`LEGACY_PUBLISH`]) with the legacy claim id; only when it answers
     /// `stored:true`, [`LegacyHook::publish_hook_id`]. The 0.3 method answers `null`.
     pub fn finalize_token(&self, serialized: &Value) -> ShardCall {
         ShardCall {
             target: target(Family::Token, &self.token),
-            method: "finalize",
+            method: LEGACY_PUBLISH,
             args: vec![Value::str(self.token.as_str()), serialized.clone(), self.owner.to_value(), Value::str(self.claim_id.as_str())],
         }
     }
@@ -116,7 +117,7 @@ impl LegacyHook {
     pub fn publish_hook_id(&self, serialized: &Value) -> ShardCall {
         ShardCall {
             target: target(Family::Id, &self.hook_id),
-            method: "publish",
+            method: LEGACY_PUBLISH,
             args: vec![Value::str(self.hook_id.as_str()), serialized.clone(), self.owner.to_value(), Value::str(self.claim_id.as_str())],
         }
     }
@@ -125,7 +126,7 @@ impl LegacyHook {
     /// because the key is "reserved by another hook": ask that shard for the owner's
     /// unexpired claim (`claimOf`) …
     pub fn claim_of(&self, publication: &ShardCall) -> ShardCall {
-        let key = if publication.method == "finalize" { &self.token } else { &self.hook_id };
+        let key = if matches!(publication.target, Target::HookTokens(_)) { &self.token } else { &self.hook_id };
         ShardCall { target: publication.target.clone(), method: "claimOf", args: vec![Value::str(key.as_str()), self.owner.to_value()] }
     }
 

@@ -25,9 +25,10 @@ pub const DEFAULT_LIMIT: f64 = 1000.0;
 /// Largest merged page (each shard returns at most `MAX_MERGED + 1` names).
 pub const MAX_MERGED: usize = 1000;
 
-/// Prefixes whose keys live in the run catalog.
+/// Prefixes whose keys live in the run catalog (the facade keeps the 0.3 `correlation:`
+/// keys there too). A shorter prefix (none, `r`, …) is listed from the archive alone.
 pub fn is_catalog_prefix(prefix: &str) -> bool {
-    prefix.starts_with("run:") || prefix.starts_with("runall:")
+    prefix.starts_with("run:") || prefix.starts_with("runall:") || prefix.starts_with("correlation:")
 }
 
 /// A listing served by merging shard pages.

@@ -12,23 +12,28 @@
 //! | 0.3 method | key family | target |
 //! | --- | --- | --- |
 //! | `get(key)` | `run:…:<runId>`, `runall:…:<runId>` | catalog shard of the runId after the last `:`; on a miss the other 15 shards, then the archive ([`Route::RunGet`]) |
-//! | `get(key)` | `hook:<token>` | `hook-tokens` shard of the token, `get(token)` (lifecycle-checked) |
-//! | `get(key)` | `hookid:<hookId>` | `hook-ids` shard of the hook id, `get(hookId)` (lifecycle-checked) |
+//! | `get(key)` | `correlation:…:<runId>` | the same as run keys (the catalog shard of the runId after the last `:`, …) |
+//! | `get(key)` | `hook:<token>` | `hook-tokens` shard of the token, `legacyGet(token)` (lifecycle-checked: hidden once the run is terminal or expired) |
+//! | `get(key)` | `hookid:<hookId>` | `hook-ids` shard of the hook id, `legacyGet(hookId)` (the same) |
 //! | `get(key)` | anything else | archive |
 //! | `putOwned(runId, key, value)` | `run:`, `runall:` | catalog shard of `runId`: refused (`{stored:false}`) when `runs/<runId>.getLifecycleStatus()` is `expired`, else `upsertKey` |
-//! | `putOwned(runId, key, value)` | `correlation:` | nothing: `{stored:true}` (no one reads them) |
+//! | `putOwned(runId, key, value)` | `correlation:` | catalog shard of `runId`: `upsertKey`, no lifecycle check (refused behind the catalog fence, as 0.3 refused behind its own). No client reads them, but tests and the 0.3 golden files do: this is their cheapest home — the same one hop as the run keys, spread over 16 shards |
 //! | `putOwned(runId, key, value)` | anything else | archive |
-//! | `list(options)` | prefix `run:…` / `runall:…` | all 16 catalog shards (+ archive while migrating), merged ([`list`]) |
+//! | `list(options)` | prefix `run:…` / `runall:…` / `correlation:…` | all 16 catalog shards (+ archive while migrating), merged ([`list`]) |
 //! | `list(options)` | any other prefix | archive |
 //! | `reserveHookToken(token, owner)` | — | token shard, then hook-id shard of `owner.hookId`, claim id [`hooks::legacy_claim_id`] |
-//! | `finalizeHookIndexes(token, hookId, serialized, owner)` | — | token shard `finalize`, then hook-id shard of `hookId` `publish`; a key the owner holds under another claim id is retried under it (`claimOf`) |
+//! | `finalizeHookIndexes(token, hookId, serialized, owner)` | — | token shard `legacyPublish` (`finalize` with the 0.3 lifecycle rule), then hook-id shard of `hookId` `legacyPublish`; a key the owner holds under another claim id is retried under it (`claimOf`) |
 //! | `releaseHookToken(token, owner)` | — | `releaseClaim` on both shards |
 //! | `deleteHookIndexes(token, hookId, owner)` | — | `releaseBatch` of one entry on both shards |
-//! | `put`, `delete`, `expireRun` | — | archive |
+//! | `expireRun(request)` | — | archive first (0.3 validation and errors, pre-upgrade entries), then the catalog shard `expireKeys` and the hook shards' `legacyReleaseBatch` ([`expiry`]); `deleted` counted as 0.3 did |
+//! | `put`, `delete` | — | archive |
 
+pub mod archive;
 pub mod driver;
+pub mod expiry;
 pub mod hooks;
 pub mod list;
+pub mod migrate;
 
 #[cfg(test)]
 mod tests;
@@ -81,18 +86,22 @@ impl Target {
 pub enum Route {
     /// Forward the call unchanged to the archive.
     Archive,
-    /// `get` of a run key: ask the catalog shards with `list({prefix: key, limit: 1})` —
+    /// `get` of a run or correlation key: ask the catalog shards with `list({prefix: key, limit: 1})` —
     /// the home shard (first in `order`), on a miss the other 15 (concurrently is fine) —
     /// then the archive with `get(key)`; the first hit ([`run_get_hit`]) is the answer,
     /// else `null`.
     RunGet { key: String, order: Vec<Target> },
-    /// `get` of a hook key: `get(natural key)` on that shard; its answer is the answer.
+    /// `get` of a hook key: `legacyGet(natural key)` on that shard; its answer is the answer.
     HookGet { target: Target, key: String },
     /// `putOwned` of a run key: ask `runs/<runId>.getLifecycleStatus()`; `expired` →
     /// `{stored:false}`; otherwise `upsertKey(runId, key, value)` on the target.
     PutRun { target: Target, run_id: String, key: String, value: Value },
-    /// Answer `{stored:true}` without writing.
-    Discard,
+    /// `putOwned` of a `correlation:` key: `upsertKey(runId, key, value)` on the target,
+    /// without the lifecycle check.
+    PutKey { target: Target, run_id: String, key: String, value: Value },
+    /// `expireRun(request)`: [`expiry::archive_call`], then [`expiry::shard_calls`]
+    /// concurrently; answers [`expiry::answer`].
+    ExpireRun(Value),
     /// `list` over the catalog: [`list::MergedList`].
     List(list::MergedList),
     /// `reserveHookToken`: [`LegacyHook::reserve_token`], [`LegacyHook::after_token`], …
@@ -145,7 +154,11 @@ pub fn route(method: &str, args: &[Value], with_archive: bool) -> Result<Route, 
                     let target = Target::Catalog(shard::run_catalog(&run_id));
                     Ok(Route::PutRun { target, run_id, key, value: arg(2).cloned().unwrap_or(Value::Null) })
                 }
-                KeyFamily::Correlation => Ok(Route::Discard),
+                KeyFamily::Correlation => {
+                    let run_id = js::to_js_string(arg(0));
+                    let target = Target::Catalog(shard::run_catalog(&run_id));
+                    Ok(Route::PutKey { target, run_id, key, value: arg(2).cloned().unwrap_or(Value::Null) })
+                }
                 _ => Ok(Route::Archive),
             }
         }
@@ -170,14 +183,15 @@ pub fn route(method: &str, args: &[Value], with_archive: bool) -> Result<Route, 
             let owner = Owner::from_arg(arg(2))?;
             Ok(Route::DeleteHookIndexes(LegacyHook::new(js::to_js_string(arg(0)), js::to_js_string(arg(1)), owner)))
         }
-        "put" | "delete" | "expireRun" => Ok(Route::Archive),
+        "expireRun" => Ok(Route::ExpireRun(arg(0).cloned().unwrap_or(Value::Null))),
+        "put" | "delete" => Ok(Route::Archive),
         other => Err(RpcError::type_error(format!("IndexDO.{other} is not a function"))),
     }
 }
 
 fn route_get(key: &str, with_archive: bool) -> Route {
     match key_family(key) {
-        KeyFamily::Run => {
+        KeyFamily::Run | KeyFamily::Correlation => {
             // Client-minted run ids contain no `:`; the id is what follows the last one.
             let run_id = key.rsplit(':').next().unwrap_or_default();
             let home = shard::run_catalog(run_id);
@@ -196,7 +210,7 @@ fn route_get(key: &str, with_archive: bool) -> Route {
             let hook_id = key.strip_prefix("hookid:").unwrap_or_default();
             Route::HookGet { target: Target::HookIds(shard::hook_id(hook_id)), key: hook_id.to_string() }
         }
-        KeyFamily::Correlation | KeyFamily::Other => Route::Archive,
+        KeyFamily::Other => Route::Archive,
     }
 }
 

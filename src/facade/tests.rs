@@ -40,7 +40,11 @@ fn get_routes_by_key_family() {
         route("get", &[s("hookid:hook_same")], false),
         Ok(Route::HookGet { target: Target::HookIds("hook-id:v1:19".into()), key: "hook_same".into() })
     );
-    for other in ["hookclaim:tok", "expired:wrun_1", "correlation:x", "kv:a", "golden:a", "run", ""] {
+    let Ok(Route::RunGet { order, .. }) = route("get", &[s("correlation:c%201:1:evnt_1:wrun_same")], true) else {
+        panic!("correlation get")
+    };
+    assert_eq!(order.first(), Some(&Target::Catalog("run-catalog:v1:0e".into())), "correlation keys: the run's shard first");
+    for other in ["hookclaim:tok", "expired:wrun_1", "kv:a", "golden:a", "run", ""] {
         assert_eq!(route("get", &[s(other)], true), Ok(Route::Archive), "{other}");
     }
     assert_eq!(route("get", &[], false), Ok(Route::Archive), "undefined → \"undefined\"");
@@ -58,7 +62,15 @@ fn put_owned_routes_by_key_family() {
             value: meta.clone(),
         })
     );
-    assert_eq!(route("putOwned", &[s("wrun_same"), s("correlation:c:1:e:wrun_same"), meta.clone()], false), Ok(Route::Discard));
+    assert_eq!(
+        route("putOwned", &[s("wrun_same"), s("correlation:c:1:e:wrun_same"), meta.clone()], false),
+        Ok(Route::PutKey {
+            target: Target::Catalog("run-catalog:v1:0e".into()),
+            run_id: "wrun_same".into(),
+            key: "correlation:c:1:e:wrun_same".into(),
+            value: meta.clone(),
+        })
+    );
     assert_eq!(route("putOwned", &[s("wrun_same"), s("kv:x"), meta], false), Ok(Route::Archive));
     assert!(refuses_put(&s("expired")));
     assert!(!refuses_put(&s("terminal")) && !refuses_put(&s("active")) && !refuses_put(&s("missing")));
@@ -66,7 +78,9 @@ fn put_owned_routes_by_key_family() {
 
 #[test]
 fn archive_methods_and_unknown_ones() {
-    for method in ["put", "delete", "expireRun"] {
+    let request = opts(&[("runId", s("wrun_1"))]);
+    assert_eq!(route("expireRun", std::slice::from_ref(&request), false), Ok(Route::ExpireRun(request)));
+    for method in ["put", "delete"] {
         assert_eq!(route(method, &[s("run:wf:1:wrun_1"), s("v")], false), Ok(Route::Archive), "{method}");
     }
     assert_eq!(route("list", &[opts(&[("prefix", s("kv:"))])], true), Ok(Route::Archive));
@@ -481,7 +495,7 @@ impl FacadeHost for Fleet {
 
 /// Shard method names are `'static` in [`ShardCall`]; the test host only forwards known ones.
 fn leak(method: &str) -> &'static str {
-    ["get", "reserve", "finalize", "publish", "releaseClaim", "releaseBatch", "claimOf"]
+    ["get", "reserve", "finalize", "publish", "releaseClaim", "releaseBatch", "claimOf", "legacyGet", "legacyPublish", "legacyReleaseBatch"]
         .into_iter()
         .find(|m| *m == method)
         .unwrap_or("unknown")
@@ -604,4 +618,203 @@ fn driver_finalize_adopts_the_owners_claim_made_under_another_id() {
     assert!(matches!(f.world.admit("tok2", &c, "x"), Ok(crate::hook_shard::testing::Admission::Admitted { .. })));
     let theirs = f.index("finalizeHookIndexes", vec![s("tok2"), s("hook_b"), s(&hook_json(&b, "tok2")), b.to_value()]);
     assert_eq!(theirs, Err(RpcError::error("Hook token tok2 is reserved by another hook")));
+}
+
+#[test]
+fn driver_hooks_of_missing_runs_stay_visible_and_ended_runs_hide_them() {
+    // The 0.3 IndexDO checked no lifecycle: hooks indexed for a run the run DO does not
+    // hold are served (the golden index-do scenario relies on it); terminal and expired
+    // runs hide theirs, as the 0.4 shards do.
+    let f = Fleet::new();
+    let me = owner("wrun_ghost", "hook_g");
+    let serialized = s(&hook_json(&me, "tok_g"));
+    assert_eq!(f.index("reserveHookToken", vec![s("tok_g"), me.to_value()]), Ok(Value::object([("claimed", Value::Bool(true))])));
+    assert_eq!(f.index("finalizeHookIndexes", vec![s("tok_g"), s("hook_g"), serialized.clone(), me.to_value()]), Ok(Value::Null));
+    assert_eq!(f.index("get", vec![s("hook:tok_g")]), Ok(serialized.clone()));
+    assert_eq!(f.index("get", vec![s("hookid:hook_g")]), Ok(serialized.clone()));
+    // A published hook refuses even its own owner (0.3 rule).
+    assert_eq!(
+        f.index("reserveHookToken", vec![s("tok_g"), me.to_value()]),
+        Ok(Value::object([("claimed", Value::Bool(false)), ("holder", me.to_value())]))
+    );
+    for status in ["terminal", "expired"] {
+        f.world.set_run("wrun_ghost", status);
+        assert_eq!(f.index("get", vec![s("hook:tok_g")]), Ok(Value::Null), "{status}");
+        assert_eq!(f.index("get", vec![s("hookid:hook_g")]), Ok(Value::Null), "{status}");
+    }
+}
+
+#[test]
+fn driver_expire_run_counts_as_03_and_fences_the_catalog() {
+    let f = Fleet::new();
+    let run = "wrun_ix";
+    let key = "run:wf-ix:0946684800000:wrun_ix";
+    let corr = "correlation:c%201:0946684800000:evnt_1:wrun_ix";
+    assert_eq!(f.index("putOwned", vec![s(run), s(key), s("{}")]), Ok(Value::object([("stored", Value::Bool(true))])));
+    assert_eq!(f.index("putOwned", vec![s(run), s(corr), s("{}")]), Ok(Value::object([("stored", Value::Bool(true))])));
+    assert_eq!(f.index("put", vec![s("kv:1"), s("x")]), Ok(Value::Null));
+    // A finalized hook (records on both shards) and an open reservation (claims on both).
+    let h1 = owner(run, "hk-1");
+    f.index("reserveHookToken", vec![s("tok-1"), h1.to_value()]).unwrap();
+    f.index("finalizeHookIndexes", vec![s("tok-1"), s("hk-1"), s(&hook_json(&h1, "tok-1")), h1.to_value()]).unwrap();
+    f.index("reserveHookToken", vec![s("tok-2"), owner(run, "hk-2").to_value()]).unwrap();
+    let hook = |h: &str, t: &str| opts(&[("hookId", s(h)), ("token", s(t))]);
+    let request = opts(&[
+        ("runId", s(run)),
+        ("keys", Value::Array(vec![s(key), s(key), s("kv:1"), s("missing:key")])),
+        ("hooks", Value::Array(vec![hook("hk-1", "tok-1"), hook("hk-2", "tok-2")])),
+        ("expiredAt", Value::num(946_684_800_000.0)),
+    ]);
+    // 0.3's count: run key + kv:1 + hook:tok-1 + hookid:hk-1 + hookclaim:tok-2.
+    assert_eq!(f.index("expireRun", vec![request.clone()]), Ok(Value::object([("deleted", Value::num(5))])));
+    assert_eq!(f.index("get", vec![s(key)]), Ok(Value::Null));
+    assert_eq!(f.index("get", vec![s(corr)]), Ok(s("{}")), "not listed: kept");
+    assert_eq!(f.index("get", vec![s("hook:tok-1")]), Ok(Value::Null));
+    assert_eq!(f.index("putOwned", vec![s(run), s(key), s("again")]), Ok(Value::object([("stored", Value::Bool(false))])));
+    assert_eq!(f.index("expireRun", vec![request]), Ok(Value::object([("deleted", Value::num(0))])), "idempotent");
+    // The archive validates first: its errors are the answer, nothing else is called.
+    f.calls.borrow_mut().clear();
+    let bad = opts(&[("runId", s(run)), ("expiredAt", Value::num(1.0))]);
+    assert_eq!(f.index("expireRun", vec![bad]), Err(RpcError::type_error("request.hooks is not iterable")));
+    assert_eq!(*f.calls.borrow(), ["WORKFLOW_INDEX/index.expireRun"]);
+}
+
+#[test]
+fn driver_finalize_follows_the_03_rules() {
+    let f = Fleet::new();
+    let a = owner("wrun_t1", "h1");
+    let b = owner("wrun_t2", "h2");
+    let ser = |o: &Owner, t: &str| s(&hook_json(o, t));
+    // Without a reservation: stored (0.3 finalize needs no claim).
+    assert_eq!(f.index("finalizeHookIndexes", vec![s("tok-a"), s("h1"), ser(&a, "tok-a"), a.to_value()]), Ok(Value::Null));
+    assert_eq!(f.index("get", vec![s("hook:tok-a")]), Ok(ser(&a, "tok-a")));
+    // Another owner's claim or record refuses.
+    let c = owner("wrun_t1", "h3");
+    assert_eq!(f.index("reserveHookToken", vec![s("tok-b"), c.to_value()]), Ok(Value::object([("claimed", Value::Bool(true))])));
+    let err = f.index("finalizeHookIndexes", vec![s("tok-b"), s("h2"), ser(&b, "tok-b"), b.to_value()]).unwrap_err();
+    assert_eq!(err.message, "Hook token tok-b is reserved by another hook");
+    let err = f.index("finalizeHookIndexes", vec![s("tok-a"), s("h2"), ser(&b, "tok-a"), b.to_value()]).unwrap_err();
+    assert_eq!(err.message, "Hook token tok-a is owned by another hook");
+    // A run the run DO does not hold but whose catalog is fenced: ignored, claim dropped.
+    let request =
+        opts(&[("runId", s("wrun_t1")), ("keys", Value::Array(vec![])), ("hooks", Value::Array(vec![])), ("expiredAt", Value::num(1.0))]);
+    f.index("expireRun", vec![request]).unwrap();
+    assert_eq!(f.index("finalizeHookIndexes", vec![s("tok-b"), s("h3"), ser(&c, "tok-b"), c.to_value()]), Ok(Value::Null));
+    assert_eq!(f.index("get", vec![s("hook:tok-b")]), Ok(Value::Null));
+    assert_eq!(f.index("reserveHookToken", vec![s("tok-b"), b.to_value()]), Ok(Value::object([("claimed", Value::Bool(true))])));
+    // A terminal run: released, not published.
+    f.world.set_run("wrun_t2", "terminal");
+    assert_eq!(f.index("finalizeHookIndexes", vec![s("tok-b"), s("h2"), ser(&b, "tok-b"), b.to_value()]), Ok(Value::Null));
+    assert_eq!(f.index("get", vec![s("hook:tok-b")]), Ok(Value::Null));
+}
+
+#[test]
+fn driver_reads_through_to_pre_upgrade_hooks_and_they_keep_blocking() {
+    let f = Fleet::new();
+    let old = owner("wrun_old", "hk_old");
+    let serialized = s(&hook_json(&old, "tok_old"));
+    // Written by the pre-upgrade IndexDO: a published hook and an open claim.
+    let pre = |method: &str, args: Vec<Value>| f.catalogs.borrow_mut().archive_call(method, args).unwrap();
+    pre("finalizeHookIndexes", vec![s("tok_old"), s("hk_old"), serialized.clone(), old.to_value()]);
+    let claimant = owner("wrun_claim", "hk_claim");
+    assert_eq!(pre("reserveHookToken", vec![s("tok_claimed"), claimant.to_value()]), Value::object([("claimed", Value::Bool(true))]));
+    f.world.set_run("wrun_old", "active");
+    f.world.set_run("wrun_claim", "active");
+
+    assert_eq!(f.index("get", vec![s("hook:tok_old")]), Ok(serialized.clone()));
+    assert_eq!(f.index("get", vec![s("hookid:hk_old")]), Ok(serialized.clone()));
+    let other = owner("wrun_new", "hk_new");
+    let refused = |holder: &Owner| Ok(Value::object([("claimed", Value::Bool(false)), ("holder", holder.to_value())]));
+    assert_eq!(f.index("reserveHookToken", vec![s("tok_old"), other.to_value()]), refused(&old));
+    assert_eq!(f.index("reserveHookToken", vec![s("tok_old"), old.to_value()]), refused(&old), "even its owner (0.3)");
+    assert_eq!(f.index("reserveHookToken", vec![s("tok_claimed"), other.to_value()]), refused(&claimant));
+    assert_eq!(
+        f.index("reserveHookToken", vec![s("tok_claimed"), claimant.to_value()]),
+        Ok(Value::object([("claimed", Value::Bool(true))]))
+    );
+
+    // An ended run's pre-upgrade entries neither resolve nor block.
+    f.world.set_run("wrun_old", "terminal");
+    assert_eq!(f.index("get", vec![s("hook:tok_old")]), Ok(Value::Null));
+    assert_eq!(f.index("reserveHookToken", vec![s("tok_old"), other.to_value()]), Ok(Value::object([("claimed", Value::Bool(true))])));
+
+    // Releases reach the archive too.
+    f.world.set_run("wrun_old", "active");
+    assert_eq!(f.index("deleteHookIndexes", vec![s("tok_old"), s("hk_old"), old.to_value()]), Ok(Value::Null));
+    assert_eq!(pre("get", vec![s("hook:tok_old")]), Value::Null);
+    assert_eq!(f.index("get", vec![s("hookid:hk_old")]), Ok(Value::Null));
+    assert_eq!(f.index("releaseHookToken", vec![s("tok_claimed"), claimant.to_value()]), Ok(Value::Null));
+    assert_eq!(pre("get", vec![s("hookclaim:tok_claimed")]), Value::Null);
+}
+
+#[test]
+fn migration_moves_every_live_archive_entry_resumably() {
+    use super::migrate::{step, STATE_KEY};
+    let f = Fleet::new();
+    let pre = |method: &str, args: Vec<Value>| f.catalogs.borrow_mut().archive_call(method, args).unwrap();
+    // Pre-upgrade data: runs (one expired), correlation keys, hooks, an open claim, a test key.
+    let mut run_keys = Vec::new();
+    for i in 0..5 {
+        let run = format!("wrun_m{i}");
+        f.world.set_run(&run, "active");
+        for key in [format!("run:wf:000000000000{i}:{run}"), format!("runall:000000000000{i}:{run}"), format!("correlation:c:1:e:{run}")] {
+            pre("putOwned", vec![s(&run), s(&key), s(&format!(r#"{{"runId":"{run}"}}"#))]);
+            run_keys.push(key);
+        }
+    }
+    f.world.set_run("wrun_gone", "expired");
+    pre("putOwned", vec![s("wrun_gone"), s("runall:0000000000009:wrun_gone"), s("{}")]);
+    let hooked = owner("wrun_m0", "hk_m");
+    let serialized = s(&hook_json(&hooked, "tok_m"));
+    pre("finalizeHookIndexes", vec![s("tok_m"), s("hk_m"), serialized.clone(), hooked.to_value()]);
+    let claimant = owner("wrun_m1", "hk_c");
+    pre("reserveHookToken", vec![s("tok_c"), claimant.to_value()]);
+    pre("put", vec![s("kv:keep"), s("1")]);
+
+    // Visible through the facade before the migration…
+    assert_eq!(f.index("get", vec![s("hook:tok_m")]), Ok(serialized.clone()));
+    assert_eq!(
+        f.index("list", vec![opts(&[("prefix", s("runall:"))])]).map(|p| p.get("keys").and_then(Value::as_array).map(Vec::len)),
+        Ok(Some(6))
+    );
+
+    // …and during it: steps of 4 entries (an interrupted cron resumes from the saved state).
+    let mut steps = 0;
+    loop {
+        let state = block_on(step(&f, 4)).unwrap();
+        steps += 1;
+        assert_eq!(f.index("get", vec![s("hook:tok_m")]), Ok(serialized.clone()), "resolves at every step");
+        let other = owner("wrun_thief", "hk_t");
+        let answer = f.index("reserveHookToken", vec![s("tok_c"), other.to_value()]).unwrap();
+        assert_eq!(answer.get("claimed"), Some(&Value::Bool(false)), "the claim blocks at every step");
+        if state.done() {
+            assert_eq!((state.moved, state.skipped, state.kept), (18.0, 1.0, 0.0), "15 run keys, 2 hook records, 1 claim, 1 expired");
+            break;
+        }
+        assert!(steps < 20, "the migration does not finish");
+    }
+    assert!(steps >= 5, "bounded: {steps} steps");
+
+    // Afterwards the archive holds no live entry; everything resolves from the shards.
+    let left = pre("list", vec![]);
+    let names: Vec<String> = left
+        .get("keys")
+        .and_then(Value::as_array)
+        .unwrap()
+        .iter()
+        .filter_map(|k| k.get("name").and_then(Value::as_str).map(str::to_string))
+        .collect();
+    assert_eq!(names, [STATE_KEY.to_string(), "kv:keep".to_string()]);
+    for key in &run_keys {
+        assert_eq!(f.index("get", vec![s(key)]), Ok(s(&format!(r#"{{"runId":"{}"}}"#, key.rsplit(':').next().unwrap()))), "{key}");
+    }
+    assert_eq!(f.index("get", vec![s("runall:0000000000009:wrun_gone")]), Ok(Value::Null));
+    assert_eq!(f.index("get", vec![s("hook:tok_m")]), Ok(serialized.clone()));
+    assert_eq!(f.index("get", vec![s("hookid:hk_m")]), Ok(serialized));
+    assert_eq!(
+        f.index("reserveHookToken", vec![s("tok_c"), owner("wrun_thief", "hk_t").to_value()]).unwrap().get("claimed"),
+        Some(&Value::Bool(false))
+    );
+    let done = block_on(step(&f, 4)).unwrap();
+    assert!(done.done() && done.moved == 18.0, "a finished migration stays finished");
 }

@@ -103,6 +103,19 @@ pub fn release_claim(store: &mut dyn Store, args: Args) -> Result<Value, RpcErro
 /// `releaseBatch([{K, owner}])` → `{deleted}`: at most 64 entries; for each, the record
 /// and the claim are deleted when `owner` owns them. `deleted` counts records and claims.
 pub fn release_batch(store: &mut dyn Store, family: Family, args: Args) -> Result<Value, RpcError> {
+    let released = release_batch_counts(store, family, args)?;
+    Ok(Value::object([("deleted", Value::num(released.deleted))]))
+}
+
+/// `legacyReleaseBatch([{K, owner}])` → `{deleted, records}`: ours, for the 0.3 facade's
+/// `expireRun`, whose count (0.3's) covers the records of both families but the claims of
+/// tokens only (0.3 had no hook-id claims). Otherwise [`release_batch`].
+pub fn legacy_release_batch(store: &mut dyn Store, family: Family, args: Args) -> Result<Value, RpcError> {
+    let released = release_batch_counts(store, family, args)?;
+    Ok(Value::object([("deleted", Value::num(released.deleted)), ("records", Value::num(released.records))]))
+}
+
+fn release_batch_counts(store: &mut dyn Store, family: Family, args: Args) -> Result<Released, RpcError> {
     let entries = match args.raw(0) {
         Some(Value::Array(items)) => items,
         other => {
@@ -114,17 +127,25 @@ pub fn release_batch(store: &mut dyn Store, family: Family, args: Args) -> Resul
         return Err(RpcError::error(format!("{} release batch is too large", family.label())));
     }
     let entries = entries.iter().map(|entry| release_entry(family, entry)).collect::<Result<Vec<_>, _>>()?;
-    let deleted = release_owned(store, family, &entries)?;
-    Ok(Value::object([("deleted", Value::num(deleted))]))
+    release_owned(store, family, &entries)
+}
+
+/// What [`release_owned`] deleted: records and claims, and records alone.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Released {
+    pub deleted: u32,
+    pub records: u32,
 }
 
 /// Delete each entry's record and claim that `owner` owns; returns how many existed.
-pub fn release_owned(store: &mut dyn Store, family: Family, entries: &[(String, Owner)]) -> Result<u32, RpcError> {
+pub fn release_owned(store: &mut dyn Store, family: Family, entries: &[(String, Owner)]) -> Result<Released, RpcError> {
     let mut deleted = 0u32;
+    let mut records = 0u32;
     for (key, owner) in entries {
         if let Some(record) = read_record(store, family, key)? {
             if Owner::from_serialized(&record)? == *owner && store.delete(&keys::record(family, key))? {
                 deleted += 1;
+                records += 1;
             }
         }
         if let Some(claim) = read_claim(store, key)? {
@@ -133,7 +154,7 @@ pub fn release_owned(store: &mut dyn Store, family: Family, entries: &[(String, 
             }
         }
     }
-    Ok(deleted)
+    Ok(Released { deleted, records })
 }
 
 /// `claimOf(K, owner)` → `{claimId}` of the owner's unexpired claim, or `null`. Ours, not

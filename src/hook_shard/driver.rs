@@ -7,8 +7,8 @@
 #![allow(async_fn_in_trait)] // hosts are single-threaded (wasm, tests): no Send bound wanted
 
 use super::claims::{read_record, release_owned};
-use super::family::Family;
-use super::publish::publish_step;
+use super::family::{Family, LEGACY_GET, LEGACY_PUBLISH};
+use super::publish::{legacy_publish_step, publish_step};
 use super::records::{natural_key, stored, string_arg, Owner};
 use crate::hop::Args;
 use crate::store::alarm::Alarm;
@@ -32,51 +32,75 @@ pub trait ShardHost {
     async fn call(&self, binding: Binding, name: &str, method: &str, args: Vec<Value>) -> Result<Value, RpcError>;
 }
 
-/// `runIsActive(runId)`: `WorkflowRunDO(runId).getLifecycleStatus() === "active"`.
-pub async fn run_is_active<H: ShardHost>(host: &H, run_id: &str) -> Result<bool, RpcError> {
+/// Which run lifecycle statuses let a hook be read and published.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Visibility {
+    /// The reference's rule (`get`, `finalize`/`publish`): `"active"` only.
+    Active,
+    /// The 0.3 facade's (`legacyGet`, `legacyPublish`): anything but `"terminal"` and
+    /// `"expired"`. The 0.3 IndexDO checked no lifecycle, and its contract (and golden
+    /// recordings) include hooks indexed for a run the run DO does not hold (`"missing"`);
+    /// an ended run still hides its hooks.
+    NotEnded,
+}
+
+/// `runIsActive(runId)`: `WorkflowRunDO(runId).getLifecycleStatus() === "active"` (or, for
+/// [`Visibility::NotEnded`], neither `"terminal"` nor `"expired"`).
+pub async fn run_is_active<H: ShardHost>(host: &H, run_id: &str, visibility: Visibility) -> Result<bool, RpcError> {
     let status = host.call(Binding::Runs, run_id, LIFECYCLE_METHOD, Vec::new()).await?;
-    Ok(status.as_str() == Some(ACTIVE))
+    Ok(match visibility {
+        Visibility::Active => status.as_str() == Some(ACTIVE),
+        Visibility::NotEnded => !matches!(status.as_str(), Some("terminal" | "expired")),
+    })
 }
 
 /// `get(K)` → the serialized hook, or `null` when absent, empty, or its run is not
 /// active (terminal, expired and missing runs hide their hooks at once). Not a
 /// transaction: a plain read, then the run DO call.
-pub async fn get<H: ShardHost>(host: &H, family: Family, args: Args<'_>) -> Result<Value, RpcError> {
+pub async fn get<H: ShardHost>(host: &H, family: Family, visibility: Visibility, args: Args<'_>) -> Result<Value, RpcError> {
     let key = natural_key(args.raw(0));
     let record = host.transact(|store, _, _| read_record(store, family, &key)).await?;
     let Some(record) = record.filter(|text| !text.is_empty()) else { return Ok(Value::Null) };
     let owner = Owner::from_serialized(&record)?;
-    Ok(if run_is_active(host, &owner.run_id).await? { Value::String(record) } else { Value::Null })
+    Ok(if run_is_active(host, &owner.run_id, visibility).await? { Value::String(record) } else { Value::Null })
 }
 
 /// `finalize(token, serialized, owner, claimId?)` / `publish(hookId, serialized, owner, claimId?)`
 /// → `{stored}`. When the owner's run is not active, the owner's record and claim are
-/// released and nothing is published; otherwise [`publish_step`] runs in one transaction.
-pub async fn publish<H: ShardHost>(host: &H, family: Family, args: Args<'_>) -> Result<Value, RpcError> {
+/// released and nothing is published; otherwise [`publish_step`] (for `legacyPublish`:
+/// [`legacy_publish_step`]) runs in one transaction.
+pub async fn publish<H: ShardHost>(host: &H, family: Family, visibility: Visibility, args: Args<'_>) -> Result<Value, RpcError> {
     let key = natural_key(args.raw(0));
     let owner = Owner::from_arg(args.raw(2))?;
-    if !run_is_active(host, &owner.run_id).await? {
+    if !run_is_active(host, &owner.run_id, visibility).await? {
         let entries = [(key, owner)];
         host.transact(|store, _, _| release_owned(store, family, &entries)).await?;
         return Ok(stored(false));
     }
     let serialized = string_arg(args.raw(1), "serialized hook")?;
     let claim_id = args.raw(3);
-    host.transact(|store, now, _| publish_step(store, family, now, &key, serialized, &owner, claim_id)).await
+    match visibility {
+        Visibility::Active => host.transact(|store, now, _| publish_step(store, family, now, &key, serialized, &owner, claim_id)).await,
+        Visibility::NotEnded => host.transact(|store, now, _| legacy_publish_step(store, family, now, &key, serialized, &owner)).await,
+    }
 }
 
 /// Is `method` one of the lifecycle-checked methods (which need [`call`] and a host)?
 pub fn is_lifecycle_checked(family: Family, method: &str) -> bool {
-    method == "get" || method == family.publish_method()
+    method == "get" || method == family.publish_method() || method == LEGACY_GET || method == LEGACY_PUBLISH
 }
 
 /// Dispatch any method of the class: the lifecycle-checked ones through the driver, the
 /// others as one transaction of [`super::call`].
 pub async fn call<H: ShardHost>(host: &H, family: Family, method: &str, args: Args<'_>) -> Result<Value, RpcError> {
     if method == "get" {
-        get(host, family, args).await
+        get(host, family, Visibility::Active, args).await
     } else if method == family.publish_method() {
-        publish(host, family, args).await
+        publish(host, family, Visibility::Active, args).await
+    } else if method == LEGACY_GET {
+        get(host, family, Visibility::NotEnded, args).await
+    } else if method == LEGACY_PUBLISH {
+        publish(host, family, Visibility::NotEnded, args).await
     } else {
         host.transact(|store, now, alarm| super::call(store, family, now, alarm, method, args)).await
     }

@@ -2,6 +2,12 @@
 //! and hook **ids** (HookIdDO). Everything that differs between the two classes is a
 //! method of [`Family`]; no other code branches on it.
 
+/// The 0.3 facade's `get`: visible unless the owner's run is terminal or expired
+/// ([`crate::hook_shard::driver::Visibility::NotEnded`]).
+pub const LEGACY_GET: &str = "legacyGet";
+/// The 0.3 facade's `finalize` / `publish`, with the same lifecycle rule.
+pub const LEGACY_PUBLISH: &str = "legacyPublish";
+
 /// Which natural key a hook shard owns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Family {
@@ -98,7 +104,7 @@ impl Family {
     }
 
     /// Internal methods of ours (not in the reference class), for the 0.3 facade.
-    pub fn facade_methods(self) -> [&'static str; 1] {
-        ["claimOf"]
+    pub fn facade_methods(self) -> [&'static str; 4] {
+        ["claimOf", "legacyReleaseBatch", LEGACY_GET, LEGACY_PUBLISH]
     }
 }

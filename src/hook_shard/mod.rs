@@ -55,6 +55,7 @@ pub fn call(store: &mut dyn Store, family: Family, now: i64, alarm: &mut Alarm, 
         "reserve" => claims::reserve(store, family, now, alarm, args),
         "releaseClaim" => claims::release_claim(store, args),
         "releaseBatch" => claims::release_batch(store, family, args),
+        "legacyReleaseBatch" => claims::legacy_release_batch(store, family, args),
         "claimOf" => claims::claim_of(store, now, args),
         m if driver::is_lifecycle_checked(family, m) => {
             Err(RpcError::error(format!("{}.{m} asks the run DO: dispatch it with hook_shard::driver::call", family.class())))

@@ -56,3 +56,37 @@ pub fn publish_step(
     }
     Ok(stored(true))
 }
+
+/// The 0.3 facade's publication (`legacyPublish`), with the 0.3 IndexDO's
+/// `finalizeHookIndexes` rules on this shard's key (`spec/index-do.md` §2):
+///
+/// 1. A record of another owner → `<label> <K> is owned by another hook`.
+/// 2. An expired claim is dropped and treated as absent (0.3 claims never expired).
+/// 3. A claim of another owner → `<label> <K> is reserved by another hook`; the owner's
+///    own claim is accepted whatever its claim id (0.3 had none).
+/// 4. The record is (re)written — with or without a claim — and the claim dropped →
+///    `{stored:true}`. The serialized hook is stored as given, as 0.3 did (a later read that
+///    needs its owner fails on it, as 0.3's `reserveHookToken` did).
+pub fn legacy_publish_step(
+    store: &mut dyn Store,
+    family: Family,
+    now: i64,
+    key: &str,
+    serialized: &str,
+    owner: &Owner,
+) -> Result<Value, RpcError> {
+    let label = family.label();
+    if let Some(record) = read_record(store, family, key)? {
+        if Owner::from_serialized(&record)? != *owner {
+            return Err(RpcError::error(format!("{label} {key} is owned by another hook")));
+        }
+    }
+    if let Some(claim) = read_claim(store, key)? {
+        if claim.expires_at > now && claim.owner != *owner {
+            return Err(RpcError::error(format!("{label} {key} is reserved by another hook")));
+        }
+        drop_claim(store, key, &claim)?;
+    }
+    store.put(&keys::record(family, key), serialized)?;
+    Ok(stored(true))
+}

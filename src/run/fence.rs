@@ -45,3 +45,15 @@ pub fn expired_read(tombstone: Map) -> Value {
         ("tombstone", Value::Object(tombstone)),
     ])
 }
+
+/// `getLifecycleStatus()` (spec-0.4 `run-do.md` §4): `"expired"` when the fence above
+/// holds, `"missing"` without a run, `"terminal"` for a terminal run, else `"active"`.
+/// Internal: the hook shards, the facade and the queue ask it; not on `/v1/rpc`.
+pub fn lifecycle_status(store: &mut dyn Store, now: i64) -> Result<Value, RpcError> {
+    if retention_state(store, now)?.tombstone.is_some() {
+        return Ok(Value::str("expired"));
+    }
+    let Some(run) = crate::store::get_json::<Value>(store, keys::RUN)? else { return Ok(Value::str("missing")) };
+    let terminal = run.get("status").and_then(Value::as_str).is_some_and(super::records::is_terminal_run_status);
+    Ok(Value::str(if terminal { "terminal" } else { "active" }))
+}

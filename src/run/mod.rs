@@ -53,6 +53,7 @@ pub fn call(store: &mut dyn Store, ctx: &Ctx, alarm: &mut Alarm, method: &str, a
         "getCleanupStatus" => cleanup::get_status(store),
         "scheduleCleanup" => cleanup::schedule(store, ctx.now, &cleanup::CleanupArgs::parse(args)?, alarm),
         "rearmCleanup" => cleanup::rearm(store, ctx.now, alarm),
+        "getLifecycleStatus" => fence::lifecycle_status(store, ctx.now),
         _ => Err(RpcError::error(format!("{CLASS}.{method} cannot run as a single transaction"))),
     }
 }

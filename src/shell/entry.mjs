@@ -70,7 +70,7 @@ async function readBody(request, contentLength) {
   return body.buffer;
 }
 
-// Forward decisions, memoized: `wasm.route` is a pure function of its arguments, and a
+// Forward decisions (F, and X for the index facade), memoized: `wasm.route` is a pure function of its arguments, and a
 // client calls the same few paths over and over (its run's `runs/<runId>`, `index/index`,
 // its stream and queue shard), so most calls skip the crossing into wasm. Only forward
 // decisions are kept (made with the right token, so a wrong token never hits), and only
@@ -97,7 +97,8 @@ function decide(request, env, authorization, contentLength) {
   }
   checkReset();
   const decision = wasm.route(method, pathname, authorization, secret, contentLength);
-  if (key !== null && decision.charCodeAt(0) === 70 /* F */) {
+  const kind = decision.charCodeAt(0);
+  if (key !== null && (kind === 70 /* F */ || kind === 88 /* X */)) {
     if (memo.size >= MEMO_LIMIT) memo.clear();
     memo.set(key, decision);
   }
@@ -113,6 +114,7 @@ async function route(request, env) {
   const body = await readBody(request, contentLength);
   if (body === null) return respond(wasm.tooLarge());
   if (kind === 66 /* B */) return respond(wasm.bodyError(new Uint8Array(body)) || "A" + decision.slice(1));
+  if (kind === 88 /* X */) return facade(env, decision, new Uint8Array(body));
   // F<ENV>\n<method>\n<name>
   const a = decision.indexOf("\n");
   const b = decision.indexOf("\n", a + 1);
@@ -127,10 +129,36 @@ async function route(request, env) {
   return new Response(reply[1], { status: reply[0], headers: JSON_HEADERS });
 }
 
+/** `X<ENV>\n<method>`: the 0.3 `index` binding over the index shards (src/shell/facade.rs). */
+async function facade(env, decision, body) {
+  const a = decision.indexOf("\n");
+  if (!env[decision.slice(1, a)]) return respond(wasm.bodyError(body) || wasm.missingBinding(decision.slice(1, a)));
+  let reply;
+  try {
+    reply = await wasm.facadeCall(env, decision.slice(a + 1), body);
+  } catch (e) {
+    noteCritical(e);
+    return respond(wasm.hopFailed(String(e?.message ?? e)));
+  }
+  return new Response(reply[1], { status: reply[0], headers: JSON_HEADERS });
+}
+
 export default {
   async fetch(request, env) {
     try {
       return await route(request, env);
+    } catch (e) {
+      noteCritical(e);
+      throw e;
+    }
+  },
+
+  /** Cron: one bounded step of the archive migration (src/facade/migrate.rs). */
+  async scheduled(controller, env) {
+    checkReset();
+    try {
+      const state = await wasm.migrateArchive(env);
+      if (!JSON.parse(state).done) console.log(`world-celld index migration ${state}`);
     } catch (e) {
       noteCritical(e);
       throw e;
@@ -246,4 +274,21 @@ export class QueueDO extends RustObject {
     if (!QueueDO.alarmReaders.has(method)) return NaN;
     return this.ctx.storage.getAlarm().then((at) => at ?? -1);
   }
+}
+
+// The sharded index (src/shell/shards.rs): internal methods only, reached by the 0.3
+// `index` facade and the run DO's retention cleanup.
+export class RunCatalogDO extends RustObject {
+  static Rust = wasm.CatalogObject;
+  static readOnly = readOnly(wasm.CatalogObject);
+}
+
+export class HookTokenDO extends RustObject {
+  static Rust = wasm.HookTokenObject;
+  static readOnly = readOnly(wasm.HookTokenObject);
+}
+
+export class HookIdDO extends RustObject {
+  static Rust = wasm.HookIdObject;
+  static readOnly = readOnly(wasm.HookIdObject);
 }

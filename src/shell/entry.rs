@@ -2,8 +2,10 @@
 //! before the body ([`route`]), and the answers it needs after (body errors, a missing
 //! binding, a failed hop). Every answer is a string the entry can use without further
 //! calls: `A<status><body>` (answer), `B<status><body>` (read and check the body first,
-//! then answer this), or `F<ENV>\n<method>\n<name>` (forward the body to instance `name`
-//! of namespace `env[ENV]`).
+//! then answer this), `F<ENV>\n<method>\n<name>` (forward the body to instance `name`
+//! of namespace `env[ENV]`), or `X<ENV>\n<method>` (the 0.3 `index` instance `index`:
+//! serve the body with `facadeCall`, over the index shards; `ENV` is the archive's
+//! namespace, which must be bound as for a forward).
 
 use wasm_bindgen::prelude::*;
 
@@ -31,6 +33,9 @@ pub fn route(
     match decide(method, pathname, authorization.as_deref(), secret.as_deref(), content_length.as_deref()) {
         Decision::Answer(status, body) => format!("A{status}{body}"),
         Decision::AfterBody(e) => encode('B', &e),
+        Decision::Forward { binding: Binding::Index, name, method } if name == crate::facade::ARCHIVE_INSTANCE => {
+            format!("X{}\n{method}", Binding::Index.env_name())
+        }
         Decision::Forward { binding, name, method } => format!("F{}\n{method}\n{name}", binding.env_name()),
     }
 }

@@ -36,10 +36,19 @@ export function loadLines(dir, file) {
     .sort((a, b) => a.seq - b.seq);
 }
 
+/**
+ * The namespaces that implement the 0.3 `index` binding here (issue #9): IndexDO `index` is
+ * the archive and the facade's entry, the three shard classes hold the index. A recording
+ * that binds WORKFLOW_INDEX binds them all.
+ */
+export const INDEX_SHARD_BINDINGS = ["WORKFLOW_RUN_CATALOG", "WORKFLOW_HOOK_TOKENS", "WORKFLOW_HOOK_IDS"];
+
 /** Worker options for a manifest entry: vars = every member but `bindings`. */
 export function workerOptionsFor(entry) {
   const { bindings, ...vars } = entry.worker;
-  return { vars, bindings };
+  if (!bindings) return { vars, bindings };
+  const withShards = bindings.includes("WORKFLOW_INDEX") ? [...bindings, ...INDEX_SHARD_BINDINGS] : bindings;
+  return { vars, bindings: withShards };
 }
 
 /** Names accepted in GOLDEN_FILES: the scenario (`health`) or the file (`health.jsonl`). */

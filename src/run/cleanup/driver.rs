@@ -1,5 +1,5 @@
 //! The cleanup loop (retention.md §3): storage steps ([`super::next_step`] and friends) alternated
-//! with calls to the IndexDO, StreamDOs and QueueDO shards. Generic over
+//! with calls to the index shards and archive ([`super::index_phase`]), StreamDOs and QueueDO shards. Generic over
 //! [`CleanupHost`], so the wasm shell runs it against real Durable Objects and the
 //! native tests against the real cores on in-memory stores.
 
@@ -7,10 +7,12 @@
 
 use futures_util::future::join_all;
 
+use super::index_phase;
 use super::phases::{
     change_phase, finish_queues, next_step, record_failure, store_deleted_streams, store_queue_progress, Step, QUEUE_SHARDS_PER_STEP,
 };
 use super::record::{CleanupArgs, Phase};
+use crate::facade::Target;
 use crate::run::keys;
 use crate::run::records::Record;
 use crate::store::alarm::Alarm;
@@ -28,6 +30,8 @@ pub trait CleanupHost {
     async fn transact<T>(&self, f: impl FnOnce(&mut dyn Store, i64, &mut Alarm) -> Result<T, RpcError>) -> Result<T, RpcError>;
     /// Call a method of another Durable Object.
     async fn call(&self, binding: Binding, name: &str, method: &str, args: Vec<Value>) -> Result<Value, RpcError>;
+    /// Call a method of an index instance (catalog or hook shard, or the archive).
+    async fn call_index(&self, target: &Target, method: &str, args: Vec<Value>) -> Result<Value, RpcError>;
 }
 
 fn number(v: &Value, what: &str) -> Result<f64, RpcError> {
@@ -88,7 +92,9 @@ pub async fn run_loop<H: CleanupHost>(host: &H) -> Result<(), RpcError> {
         match host.transact(next_step).await? {
             Step::Stop => return Ok(()),
             Step::Index { request } => {
-                host.call(Binding::Index, "index", "expireRun", vec![request]).await?;
+                let calls = index_phase::calls(&request);
+                let results = join_all(calls.iter().map(|c| host.call_index(&c.target, c.method, c.args.clone()))).await;
+                results.into_iter().collect::<Result<Vec<_>, _>>()?;
                 host.transact(|s, _, _| change_phase(s, Phase::Index, Phase::Streams, Map::new())).await?;
             }
             Step::Streams { run_id, due_ms } => streams_phase(host, &run_id, due_ms).await?,

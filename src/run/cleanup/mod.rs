@@ -9,6 +9,7 @@
 //! [`driver::CleanupHost`] that the wasm shell (or a native test) provides.
 
 pub mod driver;
+pub mod index_phase;
 mod phases;
 mod record;
 

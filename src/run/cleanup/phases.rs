@@ -26,7 +26,8 @@ pub enum Step {
     /// Nothing more now (finished, not yet due, or a payload batch was deleted and the
     /// alarm continues).
     Stop,
-    /// Call IndexDO `index`.`expireRun(request)`, then `index` → `streams`.
+    /// Expire the run in the index ([`super::index_phase`]: its catalog shard, hook
+    /// shards and the archive), then `index` → `streams`.
     Index { request: Value },
     /// Expire the run's streams (registry, each stream, finalize), then `streams` → `queues`.
     Streams { run_id: String, due_ms: i64 },

@@ -10,6 +10,8 @@ use std::task::{Context, Poll, Waker};
 use super::driver::{cleanup_now, run_and_record, CleanupHost};
 use super::CleanupArgs;
 use crate::config::Config;
+use crate::facade::Target;
+use crate::hook_shard::Family;
 use crate::hop::{Args, Ctx};
 use crate::store::alarm::{Alarm, AlarmChange};
 use crate::store::{MemoryStore, Store};
@@ -111,6 +113,37 @@ impl World {
         })
     }
 
+    /// An RPC on an index instance: the archive is the `index` peer, the shards run their
+    /// transactional methods on their own stores (keyed by env binding and name).
+    fn index_peer(&self, target: &Target, method: &str, args: Vec<Value>) -> Result<Value, RpcError> {
+        if *target == Target::Archive {
+            return self.peer(Binding::Index, "index", method, args);
+        }
+        let name = target.instance().to_string();
+        self.calls.borrow_mut().push(format!("{}/{name}.{method}", target.env_binding()));
+        if self.failing.borrow().as_deref().is_some_and(|p| name.starts_with(p)) {
+            return Err(RpcError::error(format!("injected failure at {name}")));
+        }
+        let now = self.now.get();
+        let ctx = Ctx { now, name: &name, config: &self.config };
+        let mut peers = self.peers.borrow_mut();
+        let store = peers.entry((target.env_binding().to_string(), name.clone())).or_default();
+        store.transaction(|s| match target {
+            Target::Catalog(_) => crate::catalog::call(s, &ctx, &mut Alarm::new(None), method, Args(&args)),
+            Target::HookTokens(_) => crate::hook_shard::call(s, Family::Token, now, &mut Alarm::new(None), method, Args(&args)),
+            Target::HookIds(_) => crate::hook_shard::call(s, Family::Id, now, &mut Alarm::new(None), method, Args(&args)),
+            Target::Archive => Err(RpcError::error("unreachable")),
+        })
+    }
+
+    fn index_keys(&self, target: &Target) -> Vec<String> {
+        let peers = self.peers.borrow();
+        peers
+            .get(&(target.env_binding().to_string(), target.instance().to_string()))
+            .map(|s| s.data.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
     fn peer_keys(&self, binding: Binding, name: &str) -> Vec<String> {
         let peers = self.peers.borrow();
         peers.get(&(binding.key().to_string(), name.to_string())).map(|s| s.data.keys().cloned().collect()).unwrap_or_default()
@@ -180,6 +213,10 @@ impl CleanupHost for World {
 
     async fn call(&self, binding: Binding, name: &str, method: &str, args: Vec<Value>) -> Result<Value, RpcError> {
         self.peer(binding, name, method, args)
+    }
+
+    async fn call_index(&self, target: &Target, method: &str, args: Vec<Value>) -> Result<Value, RpcError> {
+        self.index_peer(target, method, args)
     }
 }
 
@@ -487,4 +524,42 @@ fn cleanup_now_visits_queue_shards_in_bounded_steps() {
     assert_eq!(num(&small, "deletedQueueMessages"), 1.0);
     assert_eq!(num(&done, "deletedPayloadKeys"), num(&small, "deletedPayloadKeys"));
     assert_eq!(num(&done, "deletedStreams"), num(&small, "deletedStreams"));
+}
+
+#[test]
+fn index_phase_expires_the_shards_and_the_archive() {
+    let w = World::new();
+    w.populate(1000);
+    // The same run as the facade would have indexed it after the upgrade: its catalog keys
+    // and its hook claims on the shards.
+    let record = w.status();
+    let created = match member(&record, "createdAt") {
+        Some(Value::Date(Some(ms))) => *ms,
+        _ => panic!("no createdAt"),
+    };
+    let catalog = Target::Catalog(crate::shard::run_catalog(RUN));
+    let meta = Value::str(format!(r#"{{"runId":"{RUN}"}}"#));
+    for key in [format!("run:wf:{created:013}:{RUN}"), format!("runall:{created:013}:{RUN}")] {
+        w.index_peer(&catalog, "upsertKey", vec![Value::str(RUN), Value::str(key), meta.clone()]).unwrap();
+    }
+    let owner = v(&format!(r#"{{"runId":"{RUN}","hookId":"h1"}}"#));
+    let tokens = Target::HookTokens(crate::shard::hook_token("tok"));
+    let ids = Target::HookIds(crate::shard::hook_id("h1"));
+    for (target, key) in [(&tokens, "tok"), (&ids, "h1")] {
+        let out = w.index_peer(target, "reserve", vec![Value::str(key), owner.clone(), Value::str("c1")]).unwrap();
+        assert_eq!(member(&out, "claimed"), Some(&Value::Bool(true)));
+        assert!(!w.index_keys(target).is_empty());
+    }
+    assert_eq!(w.index_keys(&catalog).len(), 2);
+    while w.fire_alarm() {}
+    assert_eq!(phase(&w.status()), "tombstoned");
+    let left = w.index_keys(&catalog);
+    assert!(left.contains(&format!("expired:{RUN}")), "{left:?}");
+    assert!(!left.iter().any(|k| k.starts_with("run:") || k.starts_with("runall:")), "{left:?}");
+    assert_eq!(w.index_keys(&tokens), Vec::<String>::new());
+    assert_eq!(w.index_keys(&ids), Vec::<String>::new());
+    assert_eq!(w.peer_keys(Binding::Index, "index"), [format!("expired:{RUN}")], "the archive too");
+    // A late facade upsert is refused behind the catalog fence.
+    let late = w.index_peer(&catalog, "upsertKey", vec![Value::str(RUN), Value::str("runall:1:x"), meta]).unwrap();
+    assert_eq!(member(&late, "stored"), Some(&Value::Bool(false)));
 }

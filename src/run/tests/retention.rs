@@ -126,3 +126,35 @@ fn correlation_and_hook_markers() {
     h.apply(r#"{"eventType":"attr_set","eventData":{"changes":[],"writer":{"type":"workflow"}}}"#);
     assert_eq!(h.keys().iter().filter(|k| k.starts_with("retention:index:")).count(), before);
 }
+
+#[test]
+fn lifecycle_status_missing_active_terminal_expired() {
+    let status = |h: &mut Harness| h.read("getLifecycleStatus", vec![]).as_str().map(str::to_string);
+    let mut h = Harness::new();
+    assert_eq!(status(&mut h).as_deref(), Some("missing"));
+    assert!(h.keys().is_empty(), "a status read writes nothing");
+    h.create_run();
+    assert_eq!(status(&mut h).as_deref(), Some("active"));
+    h.apply_with(r#"{"eventType":"run_started","specVersion":6}"#, r#""params":{"skipPreload":true}"#);
+    assert_eq!(status(&mut h).as_deref(), Some("active"));
+    let mut h = Harness::new();
+    retained(&mut h, 1000, "1");
+    assert_eq!(status(&mut h).as_deref(), Some("terminal"));
+    h.tick(1000);
+    assert_eq!(status(&mut h).as_deref(), Some("expired"));
+    // A stored tombstone is expired even when the run record is gone.
+    let mut h = Harness::new();
+    h.store.data.insert(
+        "retention:tombstone".into(),
+        r#"{"version":1,"runId":"wrun_A","expiredAt":{"__type":"Date","iso":"2000-01-01T00:00:01.000Z"}}"#.into(),
+    );
+    assert_eq!(status(&mut h).as_deref(), Some("expired"));
+    // A cleanup record past `retained` is expired before its due time.
+    let mut h = Harness::new();
+    h.create_run();
+    h.store.data.insert(
+        "retention:cleanup".into(),
+        r#"{"version":1,"runId":"wrun_A","dueAt":{"__type":"Date","iso":"2099-01-01T00:00:01.000Z"},"phase":"index"}"#.into(),
+    );
+    assert_eq!(status(&mut h).as_deref(), Some("expired"));
+}

@@ -1,0 +1,112 @@
+//! The 0.3 `index` binding (`/v1/rpc/index/index/<method>`) served over the index shards:
+//! the router's `X` decision ([`super::entry`]) hands the body here instead of hopping to
+//! IndexDO. The decisions are [`crate::facade`]'s; this file only provides the
+//! [`FacadeHost`] (calls through `hop.mjs`).
+//!
+//! The `scheduled` handler runs one step of the archive migration per cron tick
+//! ([`migrate_archive`]).
+//!
+//! A call the table sends to the archive unchanged ([`Route::Archive`]) is one raw hop of
+//! the body bytes as received, so its answer is the archive's, byte for byte.
+
+use std::cell::Cell;
+
+use js_sys::{Array, Uint8Array};
+use wasm_bindgen::prelude::*;
+use worker::Env;
+
+use super::call::{call_env, hop_raw};
+use super::serve::{args_or_refusal, now_ms, result_reply};
+use crate::facade::driver::{self, FacadeHost};
+use crate::facade::migrate::{self, MigrationCache};
+use crate::facade::{route, Route, Target};
+use crate::wire::router::Binding;
+use crate::wire::{RpcError, Value};
+
+thread_local! {
+    /// This isolate's view of the archive migration (wasm is single-threaded).
+    static MIGRATION: Cell<MigrationCache> = Cell::new(MigrationCache::default());
+}
+
+/// Whether the archive may still hold index entries of the pre-upgrade IndexDO, for the
+/// run DO's retention `index` phase (which skips the archive's `expireRun` once it cannot
+/// find anything there). The same per-isolate reading as the facade's.
+pub(super) async fn archive_in_use(env: &Env) -> bool {
+    with_archive(&Host { env: env.clone() }).await
+}
+
+/// Whether facade calls still consult the archive (pre-upgrade data): until this isolate
+/// has seen the migration finished. A reading costs one archive call, at most every
+/// [`migrate::RECHECK_MS`] per isolate; a failed reading keeps the archive in.
+async fn with_archive(host: &Host) -> bool {
+    let now = now_ms();
+    let mut cache = MIGRATION.with(Cell::get);
+    if cache.stale(now) {
+        if let Ok(state) = host.call(&Target::Archive, "get", vec![Value::str(migrate::STATE_KEY)]).await {
+            cache.observe(&state, now);
+            MIGRATION.with(|c| c.set(cache));
+        }
+    }
+    cache.with_archive()
+}
+
+struct Host {
+    env: Env,
+}
+
+fn missing(env_name: &'static str) -> impl FnOnce() -> RpcError {
+    move || RpcError::error(format!("world-celld index missing binding {env_name}"))
+}
+
+impl FacadeHost for Host {
+    async fn call(&self, target: &Target, method: &str, args: Vec<Value>) -> Result<Value, RpcError> {
+        let env_name = target.env_binding();
+        call_env(&self.env, env_name, missing(env_name), target.instance(), method, args).await
+    }
+
+    async fn lifecycle_status(&self, run_id: &str) -> Result<Value, RpcError> {
+        let env_name = Binding::Runs.env_name();
+        call_env(&self.env, env_name, missing(env_name), run_id, "getLifecycleStatus", Vec::new()).await
+    }
+}
+
+fn plain(status: u16, body: &[u8]) -> Array {
+    Array::of2(&JsValue::from(status), &Uint8Array::from(body))
+}
+
+/// One 0.3 `index` call: `[status, body]`. A body the router would refuse gets the same
+/// 400/413 answer as a hop to IndexDO would.
+#[wasm_bindgen(js_name = facadeCall)]
+pub async fn facade_call(env: Env, method: String, body: Vec<u8>) -> Array {
+    let args = match args_or_refusal(&body) {
+        Ok(a) => a,
+        Err(refusal) => return refusal,
+    };
+    let host = Host { env };
+    let with_archive = with_archive(&host).await;
+    if matches!(route(&method, &args, with_archive), Ok(Route::Archive)) {
+        let env_name = Target::Archive.env_binding();
+        return match hop_raw(&host.env, env_name, missing(env_name), Target::Archive.instance(), &method, &body).await {
+            Ok((status, bytes)) => plain(status, &bytes),
+            Err(e) => result_reply(Err(e), f64::NAN),
+        };
+    }
+    result_reply(driver::call(&host, &method, args, with_archive).await, f64::NAN)
+}
+
+/// Entries one cron tick of the archive migration moves at most (each costs 3–4 Durable
+/// Object calls); `WORKFLOW_INDEX_MIGRATION_BUDGET` overrides it.
+pub const MIGRATION_BUDGET: usize = 64;
+
+/// One step of the archive migration ([`crate::facade::migrate`]), for the `scheduled`
+/// handler: the state after it, as JSON text.
+#[wasm_bindgen(js_name = migrateArchive)]
+pub async fn migrate_archive(env: Env) -> Result<String, JsValue> {
+    let budget = super::env::var(&env, "WORKFLOW_INDEX_MIGRATION_BUDGET")
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(MIGRATION_BUDGET);
+    let host = Host { env };
+    let state = migrate::step(&host, budget).await.map_err(|e| JsValue::from_str(&format!("{}: {}", e.name, e.message)))?;
+    state.to_value().to_json().map_err(|e| JsValue::from_str(&format!("{e:?}")))
+}

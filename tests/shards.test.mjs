@@ -1,0 +1,238 @@
+// The sharded index on Miniflare (issue #9): RunCatalogDO, HookTokenDO and HookIdDO called
+// directly over their internal hop (the DO's fetch form, as hop.mjs uses it for large
+// bodies), the 0.3 `index` binding served by the facade over them (the table case by case,
+// over HTTP), alarms, and 50 concurrent admissions of one token.
+
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { startWorker } from "./lib/harness.mjs";
+
+let w;
+before(async () => {
+  w = await startWorker();
+});
+after(async () => {
+  await w?.dispose();
+});
+
+/** Call `method(...args)` on instance `name` of env binding `binding`: `{status, value}`. */
+async function shard(binding, name, method, args = []) {
+  const ns = await w.mf.getDurableObjectNamespace(binding);
+  const stub = ns.get(ns.idFromName(name));
+  const res = await stub.fetch("https://celld.internal/rpc", {
+    method: "POST",
+    headers: { "x-celld-method": method, "x-celld-name": encodeURIComponent(name) },
+    body: JSON.stringify(args),
+  });
+  const text = await res.text();
+  return { status: res.status, value: JSON.parse(text) };
+}
+const ok = async (...a) => {
+  const r = await shard(...a);
+  assert.equal(r.status, 200, JSON.stringify(r.value));
+  return r.value;
+};
+
+const ix = (method, args = []) => w.rpc("index", "index", method, args);
+const ixRaw = (method, args = []) => w.rpc.raw("index", "index", method, args);
+
+// FNV-1a-32 shard names (the spec's test vectors).
+const CATALOG_SAME = "run-catalog:v1:0e"; // wrun_same
+const TOKENS_SAME = "hook-token:v1:11"; // token_same
+const IDS_SAME = "hook-id:v1:19"; // hook_same
+
+async function createRun(runId) {
+  const req = {
+    runId,
+    data: {
+      eventType: "run_created",
+      specVersion: 6,
+      eventData: { deploymentId: "dep", workflowName: "wf", input: new Uint8Array([1]) },
+    },
+    cleanup: { retentionMs: 0, queueShards: 1 },
+  };
+  const out = await w.rpc("runs", runId, "applyEvent", [req]);
+  assert.equal(out.ok, true, JSON.stringify(out));
+  return out;
+}
+
+async function completeRun(runId) {
+  const req = {
+    runId,
+    data: { eventType: "run_cancelled", specVersion: 6 },
+    cleanup: { retentionMs: 0, queueShards: 1 },
+  };
+  const out = await w.rpc("runs", runId, "applyEvent", [req]);
+  assert.equal(out.ok, true, JSON.stringify(out));
+}
+
+test("run DO getLifecycleStatus: internal (not on /v1/rpc), missing → active → terminal", async () => {
+  const r = await w.rpc.raw("runs", "wrun_lc", "getLifecycleStatus", []);
+  assert.equal(r.status, 404, "not whitelisted");
+  assert.equal(await ok("WORKFLOW_DB", "wrun_lc", "getLifecycleStatus"), "missing");
+  await createRun("wrun_lc");
+  assert.equal(await ok("WORKFLOW_DB", "wrun_lc", "getLifecycleStatus"), "active");
+  await completeRun("wrun_lc");
+  assert.equal(await ok("WORKFLOW_DB", "wrun_lc", "getLifecycleStatus"), "terminal");
+});
+
+test("RunCatalogDO: upsertRun under a lease, list with values, expireRun fence, argument and body errors", async () => {
+  const keys = ["run:wf:0000000000005:wrun_cat", "runall:0000000000005:wrun_cat"];
+  const name = "run-catalog:v1:cat-test";
+  const now = Date.now();
+  assert.deepEqual(await ok("WORKFLOW_RUN_CATALOG", name, "upsertRun", ["wrun_cat", keys, '{"s":1}', now + 60_000]), { stored: true });
+  assert.deepEqual(await ok("WORKFLOW_RUN_CATALOG", name, "upsertRun", ["wrun_cat", keys, '{"s":2}', now - 1]), { stored: false }, "lapsed lease");
+  const page = await ok("WORKFLOW_RUN_CATALOG", name, "list", [{ prefix: "runall:" }]);
+  assert.deepEqual(page, { keys: [{ name: keys[1], value: '{"s":1}' }], list_complete: true });
+  assert.deepEqual(await ok("WORKFLOW_RUN_CATALOG", name, "expireRun", ["wrun_cat", keys, now]), { deleted: 2 });
+  assert.deepEqual(await ok("WORKFLOW_RUN_CATALOG", name, "upsertRun", ["wrun_cat", keys, '{"s":3}', now + 60_000]), { stored: false }, "fenced");
+  const bad = await shard("WORKFLOW_RUN_CATALOG", name, "expireRun", ["wrun_cat", [keys[0]], now]);
+  assert.equal(bad.status, 500);
+  assert.equal(bad.value.error.message, "Run catalog expiry requires exactly two keys");
+  // A body the router would refuse is refused the same way here.
+  const ns = await w.mf.getDurableObjectNamespace("WORKFLOW_RUN_CATALOG");
+  const res = await ns.get(ns.idFromName(name)).fetch("https://celld.internal/rpc", {
+    method: "POST",
+    headers: { "x-celld-method": "list", "x-celld-name": name },
+    body: "{}",
+  });
+  assert.equal(res.status, 400);
+  const unknown = await shard("WORKFLOW_RUN_CATALOG", name, "get", []);
+  assert.deepEqual(unknown, { status: 500, value: { error: { name: "TypeError", message: "RunCatalogDO.get is not a function" } } });
+});
+
+test("HookTokenDO/HookIdDO: reserve, lifecycle-checked finalize/publish and get, owner-checked releaseBatch", async () => {
+  const runId = "wrun_hooks_direct";
+  await createRun(runId);
+  const owner = { runId, hookId: "hk_direct" };
+  const other = { runId: "wrun_other", hookId: "hk_other" };
+  const serialized = JSON.stringify({ runId, hookId: "hk_direct", token: "tok_direct" });
+  for (const [binding, name, key, publish] of [
+    ["WORKFLOW_HOOK_TOKENS", "hook-token:v1:t-test", "tok_direct", "finalize"],
+    ["WORKFLOW_HOOK_IDS", "hook-id:v1:t-test", "hk_direct", "publish"],
+  ]) {
+    const claimed = await ok(binding, name, "reserve", [key, owner, "claim-1"]);
+    assert.deepEqual(claimed, { claimed: true, claimId: "claim-1" });
+    const refused = await ok(binding, name, "reserve", [key, other, "claim-2"]);
+    assert.deepEqual(refused, { claimed: false, holder: owner });
+    assert.equal(await ok(binding, name, "get", [key]), null, "nothing published yet");
+    assert.deepEqual(await ok(binding, name, publish, [key, serialized, owner, "claim-1"]), { stored: true });
+    assert.equal(await ok(binding, name, "get", [key]), serialized, "active run: visible");
+    const released = await ok(binding, name, "releaseBatch", [[{ [binding.includes("TOKENS") ? "token" : "hookId"]: key, owner: other }]]);
+    assert.deepEqual(released, { deleted: 0 }, "not the owner");
+  }
+  await completeRun(runId);
+  assert.equal(await ok("WORKFLOW_HOOK_TOKENS", "hook-token:v1:t-test", "get", ["tok_direct"]), null, "terminal run: hidden");
+  assert.equal(await ok("WORKFLOW_HOOK_IDS", "hook-id:v1:t-test", "get", ["hk_direct"]), null);
+  const released = await ok("WORKFLOW_HOOK_TOKENS", "hook-token:v1:t-test", "releaseBatch", [[{ token: "tok_direct", owner }]]);
+  assert.deepEqual(released, { deleted: 1 });
+  // A missing run's publication is refused (and its claim released).
+  const ghost = { runId: "wrun_ghost_direct", hookId: "hk_ghost" };
+  await ok("WORKFLOW_HOOK_TOKENS", "hook-token:v1:t-test", "reserve", ["tok_ghost", ghost, "c"]);
+  const ghostSerialized = JSON.stringify({ ...ghost, token: "tok_ghost" });
+  assert.deepEqual(await ok("WORKFLOW_HOOK_TOKENS", "hook-token:v1:t-test", "finalize", ["tok_ghost", ghostSerialized, ghost, "c"]), { stored: false });
+  assert.deepEqual(await ok("WORKFLOW_HOOK_TOKENS", "hook-token:v1:t-test", "reserve", ["tok_ghost", other, "d"]), { claimed: true, claimId: "d" });
+});
+
+test("facade: run keys go to the run's catalog shard, correlation keys too; list merges; get reads the home shard", async () => {
+  const runId = "wrun_same";
+  const key = "run:wf:0000000000001:wrun_same";
+  const all = "runall:0000000000001:wrun_same";
+  const corr = "correlation:c1:0000000000001:evnt_1:wrun_same";
+  for (const k of [key, all, corr]) assert.deepEqual(await ix("putOwned", [runId, k, `{"k":"${k}"}`]), { stored: true });
+  const page = await ok("WORKFLOW_RUN_CATALOG", CATALOG_SAME, "list", [{}]);
+  assert.deepEqual(page.keys.map((e) => e.name), [corr, key, all].sort());
+  assert.equal(await ix("get", [key]), `{"k":"${key}"}`);
+  assert.equal(await ix("get", [corr]), `{"k":"${corr}"}`);
+  assert.deepEqual(await ix("list", [{ prefix: "runall:" }]), { keys: [{ name: all }], list_complete: true });
+  assert.deepEqual((await ix("list", [{ prefix: "correlation:" }])).keys, [{ name: corr }]);
+  // Nothing of it in the archive.
+  assert.equal(await ok("WORKFLOW_INDEX", "index", "get", [key]), null);
+  // Arbitrary keys stay in the archive.
+  await ix("put", ["kv:facade", "v"]);
+  assert.equal(await ok("WORKFLOW_INDEX", "index", "get", ["kv:facade"]), "v");
+  assert.equal(await ix("get", ["kv:facade"]), "v");
+  assert.deepEqual(await ix("putOwned", [runId, "kv:owned", "x"]), { stored: true });
+  assert.equal(await ok("WORKFLOW_INDEX", "index", "get", ["kv:owned"]), "x");
+});
+
+test("facade: putOwned of a run key is refused once the run is expired", async () => {
+  const runId = "wrun_exp_facade";
+  await createRun(runId);
+  await completeRun(runId);
+  await w.rpc("runs", runId, "cleanupNow", [{ retentionMs: 1, queueShards: 1 }]);
+  assert.equal(await ok("WORKFLOW_DB", runId, "getLifecycleStatus"), "expired");
+  assert.deepEqual(await ix("putOwned", [runId, `runall:0000000000001:${runId}`, "{}"]), { stored: false });
+  assert.equal(await ix("get", [`runall:0000000000001:${runId}`]), null);
+});
+
+test("facade: hooks live on the token and hook-id shards; a published hook refuses its own owner; reads follow the run", async () => {
+  const runId = "wrun_hook_facade";
+  await createRun(runId);
+  const owner = { runId, hookId: "hook_same" };
+  const serialized = JSON.stringify({ runId, hookId: "hook_same", token: "token_same" });
+  assert.deepEqual(await ix("reserveHookToken", ["token_same", owner]), { claimed: true });
+  assert.deepEqual(await ix("reserveHookToken", ["token_same", { runId: "wrun_x", hookId: "h_x" }]), { claimed: false, holder: owner });
+  assert.equal(await ix("finalizeHookIndexes", ["token_same", "hook_same", serialized, owner]), null);
+  assert.equal(await ok("WORKFLOW_HOOK_TOKENS", TOKENS_SAME, "get", ["token_same"]), serialized);
+  assert.equal(await ok("WORKFLOW_HOOK_IDS", IDS_SAME, "get", ["hook_same"]), serialized);
+  assert.equal(await ok("WORKFLOW_INDEX", "index", "get", ["hook:token_same"]), null, "not in the archive");
+  assert.equal(await ix("get", ["hook:token_same"]), serialized);
+  assert.equal(await ix("get", ["hookid:hook_same"]), serialized);
+  assert.deepEqual(await ix("reserveHookToken", ["token_same", owner]), { claimed: false, holder: owner });
+  await completeRun(runId);
+  assert.equal(await ix("get", ["hook:token_same"]), null, "terminal run: hidden");
+  assert.equal(await ix("deleteHookIndexes", ["token_same", "hook_same", owner]), null);
+  assert.deepEqual(await ix("reserveHookToken", ["token_same", { runId: "wrun_y", hookId: "h_y" }]), { claimed: true });
+  assert.equal(await ix("releaseHookToken", ["token_same", { runId: "wrun_y", hookId: "h_y" }]), null);
+});
+
+test("facade: body errors are the router's, byte for byte; unknown methods 404 before the body", async () => {
+  // A non-array body and malformed JSON: the facade (instance `index`) and a plain hop to
+  // another IndexDO instance answer alike.
+  for (const [body, status] of [
+    ["{}", 400],
+    ["[1,", 400],
+  ]) {
+    const viaFacade = await fetch(new URL("/v1/rpc/index/index/get", w.url), {
+      method: "POST",
+      headers: { authorization: `Bearer ${w.secret}`, "content-type": "application/json" },
+      body,
+    });
+    const viaOther = await fetch(new URL("/v1/rpc/index/other/get", w.url), {
+      method: "POST",
+      headers: { authorization: `Bearer ${w.secret}`, "content-type": "application/json" },
+      body,
+    });
+    assert.equal(viaFacade.status, status);
+    assert.equal(viaOther.status, status);
+    assert.equal(await viaFacade.text(), await viaOther.text(), "the same bytes as a plain IndexDO hop");
+  }
+  const r = await ixRaw("nope", []);
+  assert.equal(r.status, 404);
+});
+
+test("facade: 50 concurrent admissions of one token by different owners → exactly one owner", async () => {
+  const token = "tok_race_50";
+  const owners = Array.from({ length: 50 }, (_, i) => ({ runId: `wrun_race_${i}`, hookId: `hk_race_${i}` }));
+  const answers = await Promise.all(owners.map((o) => ix("reserveHookToken", [token, o])));
+  const winners = answers.map((a, i) => (a.claimed ? i : -1)).filter((i) => i >= 0);
+  assert.equal(winners.length, 1, JSON.stringify(answers));
+  const winner = owners[winners[0]];
+  for (const a of answers) if (!a.claimed) assert.deepEqual(a.holder, winner);
+  // The claim sits on the token's shard (FNV-1a), under the winner: another owner asking
+  // that shard directly is refused with the winner as holder.
+  const probe = await ok("WORKFLOW_HOOK_TOKENS", tokenShard(token), "reserve", [token, { runId: "wrun_probe", hookId: "hk_probe" }, "probe"]);
+  assert.deepEqual(probe, { claimed: false, holder: winner });
+});
+
+/** `hook-token:v1:<fnv1a32(utf8(token)) mod 32>` (spec-0.4 wire.md §8). */
+function tokenShard(token) {
+  let hash = 0x811c9dc5;
+  for (const byte of new TextEncoder().encode(token)) hash = Math.imul(hash ^ byte, 0x01000193) >>> 0;
+  return `hook-token:v1:${(hash % 32).toString(16).padStart(2, "0")}`;
+}
+
+test("shard names: the spec's vectors", () => {
+  assert.equal(tokenShard("token_same"), TOKENS_SAME);
+});
