@@ -34,7 +34,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const evId = (n) => `evnt_${String(n).padStart(26, "0")}`;
 const chunkBytes = (stream, i) => new Uint8Array(Buffer.from(`${stream}:${i}:${"x".repeat(i % 7)}`));
 
-/** The workerd processes started by this process (Miniflare's runtime). */
+/** The live workerd processes started by this process (Miniflare's runtime). */
 function workerdChildren() {
   const out = [];
   for (const e of readdirSync("/proc")) {
@@ -42,8 +42,8 @@ function workerdChildren() {
     try {
       const stat = readFileSync(`/proc/${e}/stat`, "utf8");
       const comm = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      if (ppid === process.pid && comm.includes("workerd")) out.push(Number(e));
+      const [state, ppid] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (Number(ppid) === process.pid && state !== "Z" && comm.includes("workerd")) out.push(Number(e));
     } catch {
       // gone meanwhile
     }
