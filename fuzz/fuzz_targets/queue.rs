@@ -1,0 +1,261 @@
+//! `QueueDO` core ([`world_celld_rs::queue::call`]) plus the alarm loop's storage steps
+//! ([`claim_at_most`], [`settle`]) driven by arbitrary sequences of calls, alarm passes,
+//! delivery outcomes and instance restarts, with the shell's alarm handling (read before
+//! the call, applied after commit; the platform clears an alarm when it fires).
+//!
+//! Checks after every step: no panic, every stored value decodes, `stats` counts equal the
+//! stored `due:`/`inflight:`/`dlq:` entries, every message row is scheduled (a `due:` entry
+//! naming it or an `inflight:` entry), and no lost wake-up: while anything is scheduled or
+//! in flight, an alarm is set no later than the earliest due time or deadline (or just
+//! after the step's clock reading, when that is already past).
+#![no_main]
+
+use fuzz_support::arbitrary::{Result, Unstructured};
+use fuzz_support::*;
+use libfuzzer_sys::fuzz_target;
+use world_celld_rs::config::Config;
+use world_celld_rs::hop::{Args, Ctx};
+use world_celld_rs::queue::delivery::{claim_at_most, classify, settle, Outcome};
+use world_celld_rs::queue::state::{clamp_time, DLQ_PREFIX, DUE_PREFIX, INFLIGHT_PREFIX, MSG_PREFIX};
+use world_celld_rs::queue::{self, Row};
+use world_celld_rs::store::alarm::{Alarm, AlarmChange};
+use world_celld_rs::store::MemoryStore;
+use world_celld_rs::wire::router::Binding;
+use world_celld_rs::wire::{RpcError, Value};
+
+const GEN: ValueGen = ValueGen {
+    keys: &[
+        "messageId",
+        "queueName",
+        "pathname",
+        "body",
+        "runId",
+        "idempotencyKey",
+        "delaySeconds",
+        "config",
+        "limit",
+        "cursor",
+        "timeoutSeconds",
+    ],
+    strings: &[
+        "msg_1",
+        "msg_2",
+        "msg_3",
+        "wrun_A",
+        "wrun_B",
+        "k1",
+        "k2",
+        "flow",
+        "step",
+        "__wkf_workflow_x",
+        "http://app.internal:3000",
+        "",
+    ],
+};
+const IDS: &[&str] = &["msg_1", "msg_2", "msg_3", "msg_4"];
+const RUNS: &[&str] = &["wrun_A", "wrun_B"];
+/// Deliveries one alarm invocation may start (the shell's budget).
+const MAX_PER_ALARM: usize = 48;
+
+fn build(u: &mut Unstructured, method: &'static str) -> Result<Vec<Value>> {
+    Ok(match method {
+        "enqueue" => {
+            let shards = if u.ratio(15, 16)? { Value::num(1) } else { GEN.value(u, 0)? };
+            let config = Value::object([("targetBaseUrl", Value::str("http://app.internal:3000")), ("queueShards", shards)]);
+            let delay = if u.ratio(1, 2)? { Value::num(0) } else { Value::Number(GEN.number(u)?) };
+            vec![object_with!(
+                u,
+                vec![
+                    ("messageId", GEN.id_or_value(u, IDS)?),
+                    ("queueName", Value::str("__wkf_workflow_x")),
+                    ("pathname", Value::str("flow")),
+                    ("body", GEN.value(u, 1)?),
+                    ("runId", GEN.id_or_value(u, RUNS)?),
+                    ("idempotencyKey", GEN.id_or_value(u, &["k1", "k2"])?),
+                    ("delaySeconds", delay),
+                    ("config", config),
+                ],
+            )?]
+        }
+        "listDeadLetters" => vec![object_with!(u, vec![("limit", Value::Number(GEN.number(u)?)), ("cursor", GEN.value(u, 0)?)])?],
+        "redriveDeadLetter" => vec![GEN.id_or_value(u, IDS)?],
+        "expireRun" => vec![GEN.id_or_value(u, RUNS)?, Value::Number(GEN.number(u)?)],
+        _ => vec![],
+    })
+}
+
+fn outcome(u: &mut Unstructured) -> Result<Outcome> {
+    Ok(match u.arbitrary::<u8>()? % 8 {
+        0..=2 => Outcome::Response { status: 200, body: None },
+        3 => Outcome::Response { status: *u.choose(&[404, 409, 410, 422, 500, 429, 302])?, body: None },
+        4 => Outcome::Transport("TypeError: fetch failed".into()),
+        5 => Outcome::Response { status: 503, body: None },
+        _ => {
+            let body = if u.ratio(3, 4)? {
+                format!("{{\"timeoutSeconds\":{}}}", world_celld_rs::wire::js::number_to_string(GEN.number(u)?))
+            } else {
+                short_string(u)?
+            };
+            Outcome::Response { status: 503, body: Some(body.into_bytes()) }
+        }
+    })
+}
+
+struct Harness {
+    store: MemoryStore,
+    now: i64,
+    /// The clock reading of the last step (an overdue alarm is moved just after it).
+    step_now: i64,
+    alarm: Option<i64>,
+    config: Config,
+    /// Deliveries running in this instance (claimed, not settled).
+    running: Vec<Row>,
+}
+
+impl Harness {
+    fn apply(&mut self, alarm: &Alarm) {
+        match alarm.change() {
+            Some(AlarmChange::Set(t)) => self.alarm = Some(t),
+            Some(AlarmChange::Delete) => self.alarm = None,
+            None => {}
+        }
+    }
+
+    fn call(&mut self, method: &str, args: &[Value]) -> std::result::Result<Value, RpcError> {
+        let ctx = Ctx { now: self.now, name: "q:0", config: &self.config };
+        let mut alarm = match method {
+            "rearmAlarm" => Alarm::forced(self.alarm),
+            m if queue::reads_alarm(m) => Alarm::new(self.alarm),
+            _ => Alarm::unknown(),
+        };
+        self.step_now = self.now;
+        let out = self.store.transaction(|s| queue::call(s, &ctx, &mut alarm, method, Args(args)));
+        if out.is_ok() {
+            self.apply(&alarm);
+        }
+        out
+    }
+
+    /// The platform fires the alarm (clearing it) and the handler claims.
+    fn alarm_pass(&mut self, u: &mut Unstructured) {
+        let Some(at) = self.alarm.take() else { return };
+        self.now = self.now.max(at);
+        self.step_now = self.now;
+        let mut alarm = Alarm::unknown();
+        let running: Vec<String> = self.running.iter().map(Row::id).collect();
+        let is_live = |id: &str| running.iter().any(|r| r == id);
+        let (now, config) = (self.now, self.config.clone());
+        let claimed = self.store.transaction(|s| claim_at_most(s, now, &config, &mut alarm, &is_live, MAX_PER_ALARM));
+        match claimed {
+            Ok(rows) => {
+                self.apply(&alarm);
+                assert!(rows.len() <= config.queue_max_inflight as usize, "claimed past the in-flight cap");
+                for row in rows {
+                    if u.ratio(3, 4).unwrap_or(true) {
+                        self.settle(row, u);
+                    } else {
+                        self.running.push(row);
+                    }
+                }
+            }
+            Err(e) => panic!("claim failed: {e:?}"),
+        }
+    }
+
+    fn settle(&mut self, row: Row, u: &mut Unstructured) {
+        let action = classify(&outcome(u).unwrap_or(Outcome::Response { status: 200, body: None }));
+        let mut alarm = Alarm::unknown();
+        let (now, config) = (self.now, self.config.clone());
+        self.step_now = self.now;
+        match self.store.transaction(|s| settle(s, now, &config, &row, &action, &mut alarm)) {
+            Ok(_) => self.apply(&alarm),
+            Err(e) => panic!("settle failed: {e:?}"),
+        }
+    }
+
+    fn count(&self, prefix: &str) -> usize {
+        keys_under(&self.store, prefix).len()
+    }
+
+    fn check(&mut self, last: bool) {
+        if last {
+            check_stored(&self.store, |_, text| Value::parse(text).map(|_| ()).map_err(|e| e.0), |_| false);
+        }
+
+        let ctx = Ctx { now: self.now, name: "q:0", config: &self.config };
+        let mut alarm = Alarm::new(self.alarm);
+        let stats = queue::call(&mut self.store, &ctx, &mut alarm, "stats", Args(&[])).unwrap_or_else(|e| panic!("stats failed: {e:?}"));
+        assert_eq!(alarm.change(), None, "stats moved the alarm");
+        for (member, prefix) in [("pending", DUE_PREFIX), ("inflight", INFLIGHT_PREFIX), ("deadLetters", DLQ_PREFIX)] {
+            assert_eq!(stats.get(member), Some(&Value::num(self.count(prefix) as f64)), "stats.{member}");
+        }
+        let dead = queue::call(&mut self.store, &ctx, &mut alarm, "listDeadLetters", Args(&[Value::object([("limit", Value::num(1000))])]));
+        assert_not_corrupt("listDeadLetters", &dead);
+
+        // Every message row is scheduled or in flight.
+        let scheduled: Vec<String> = self
+            .store
+            .data
+            .iter()
+            .filter(|(k, _)| k.starts_with(DUE_PREFIX))
+            .filter_map(|(_, v)| v.as_text().and_then(|t| Value::parse(t).ok()))
+            .map(|v| world_celld_rs::wire::js::to_js_string(Some(&v)))
+            .collect();
+        for key in keys_under(&self.store, MSG_PREFIX) {
+            let id = &key[MSG_PREFIX.len()..];
+            assert!(
+                scheduled.iter().any(|s| s == id) || self.store.data.contains_key(&format!("{INFLIGHT_PREFIX}{id}")),
+                "message {id:?} is neither scheduled nor in flight"
+            );
+        }
+
+        // No lost wake-up.
+        let earliest_due =
+            keys_under(&self.store, DUE_PREFIX).first().map(|k| k[DUE_PREFIX.len()..DUE_PREFIX.len() + 13].parse::<i64>().unwrap());
+        let earliest_deadline = self
+            .store
+            .data
+            .iter()
+            .filter(|(k, _)| k.starts_with(INFLIGHT_PREFIX))
+            .filter_map(|(_, v)| v.as_text().and_then(|t| Value::parse(t).ok()).and_then(|v| v.as_f64()))
+            .map(clamp_time)
+            .min();
+        let wake = [earliest_due, earliest_deadline].into_iter().flatten().min();
+        if let Some(wake) = wake {
+            let alarm = self.alarm.unwrap_or_else(|| panic!("work is scheduled at {wake} but no alarm is set"));
+            assert!(
+                alarm <= wake.max(self.step_now + 1),
+                "alarm {alarm} is later than the next wake-up {wake} (step at {})",
+                self.step_now
+            );
+        }
+    }
+}
+
+fuzz_target!(|data: &[u8]| {
+    let mut u = Unstructured::new(data);
+    let config = Config { queue_max_attempts: 2, ..Config::default() };
+    let mut h = Harness { store: MemoryStore::new(), now: T0, step_now: T0, alarm: None, config, running: Vec::new() };
+    let mut build = build;
+    while let Ok(Some(op)) = next_op(&mut u, Binding::Queue, &mut build) {
+        match op {
+            Op::Call { method, args, .. } if !method.is_empty() => {
+                let result = h.call(method, &args);
+                assert_not_corrupt(method, &result);
+            }
+            Op::Call { .. } => {}
+            Op::Event(tag) if tag < 0xF0 => h.alarm_pass(&mut u),
+            Op::Event(tag) if tag < 0xF8 => {
+                if !h.running.is_empty() {
+                    let row = h.running.remove(0);
+                    h.settle(row, &mut u);
+                }
+            }
+            // The instance dies: its deliveries never settle.
+            Op::Event(_) => h.running.clear(),
+        }
+        h.now += clock_step(&mut u);
+        h.check(false);
+    }
+    h.check(true);
+});
