@@ -133,9 +133,15 @@ async function route(request, env) {
 async function facade(env, decision, body) {
   const a = decision.indexOf("\n");
   if (!env[decision.slice(1, a)]) return respond(wasm.bodyError(body) || wasm.missingBinding(decision.slice(1, a)));
+  const method = decision.slice(a + 1);
   let reply;
   try {
-    reply = await wasm.facadeCall(env, decision.slice(a + 1), body);
+    // One hop where the plan names it; else the facade's own calls.
+    const plan = wasm.facadePlan(method, body);
+    const ns = plan[0] === 2 ? env[plan[1]] : undefined;
+    if (plan[0] === 1) reply = [plan[1], plan[2]];
+    else if (ns) reply = await hop(ns, plan[2], plan[3], plan.length > 4 ? plan[4] : body);
+    else reply = await wasm.facadeCall(env, method, body);
   } catch (e) {
     noteCritical(e);
     return respond(wasm.hopFailed(String(e?.message ?? e)));

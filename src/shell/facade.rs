@@ -94,6 +94,40 @@ pub async fn facade_call(env: Env, method: String, body: Vec<u8>) -> Array {
     result_reply(driver::call(&host, &method, args, with_archive).await, f64::NAN)
 }
 
+/// The facade's synchronous plan for a call that is one hop (a `correlation:` key's
+/// `putOwned`, a call the table sends to the archive unchanged), so the router makes that
+/// hop itself without this module's asynchronous machinery (which costs more than the hop):
+/// `[1, status, body]` answer (a body the router refuses), `[2, ENV, instance, method]`
+/// hop with the body as received, `[2, ENV, instance, method, body]` hop with this body,
+/// or `[0]`: call [`facade_call`]. The shard's answer is the call's answer as it is, as
+/// [`facade_call`] would give it. Only while this isolate's view of the migration is fresh
+/// (see [`with_archive`]); a stale view takes [`facade_call`], which re-reads it.
+#[wasm_bindgen(js_name = facadePlan)]
+pub fn facade_plan(method: &str, body: &[u8]) -> Array {
+    let asynchronous = || Array::of1(&JsValue::from(0));
+    let args = match args_or_refusal(body) {
+        Ok(a) => a,
+        Err(refusal) => return Array::of3(&JsValue::from(1), &refusal.get(0), &refusal.get(1)),
+    };
+    let cache = MIGRATION.with(Cell::get);
+    if cache.stale(now_ms()) {
+        return asynchronous();
+    }
+    let hop = |target: &Target, method: &str| {
+        Array::of4(&JsValue::from(2), &target.env_binding().into(), &target.instance().into(), &method.into())
+    };
+    match route(method, &args, cache.with_archive()) {
+        Ok(Route::Archive) => hop(&Target::Archive, method),
+        Ok(Route::PutKey { target, run_id, key, value }) => {
+            let Ok(body) = Value::Array(vec![Value::String(run_id), Value::String(key), value]).to_json() else { return asynchronous() };
+            let plan = hop(&target, "upsertKey");
+            plan.push(&Uint8Array::from(body.as_bytes()));
+            plan
+        }
+        _ => asynchronous(),
+    }
+}
+
 /// Entries one cron tick of the archive migration moves at most (each costs 3–4 Durable
 /// Object calls); `WORKFLOW_INDEX_MIGRATION_BUDGET` overrides it.
 pub const MIGRATION_BUDGET: usize = 64;

@@ -181,3 +181,25 @@ fn eventcount_rules() {
     let ids: Vec<&str> = at(&out, "events").and_then(Value::as_array).unwrap().iter().map(|e| s(e, "eventId")).collect();
     assert_eq!(ids, ["evnt_00000000000000000000000006", "evnt_00000000000000000000000007"]);
 }
+
+/// What one sequential step costs in storage rows written on the run DO (the figure the
+/// README's cost estimate uses): keys added, changed or deleted by step_created,
+/// step_started and step_completed, each a row write on SQLite-backed storage.
+#[test]
+fn a_step_writes_a_bounded_number_of_rows() {
+    let mut h = Harness::new();
+    h.start_run();
+    let snapshot = |h: &Harness| -> std::collections::BTreeMap<String, Option<String>> {
+        h.store.keys().into_iter().map(|k| (k.to_string(), h.store.text(k).map(str::to_string))).collect()
+    };
+    let before = snapshot(&h);
+    h.apply(CREATE_S1);
+    h.apply(r#"{"eventType":"step_started","correlationId":"s1","eventData":{"attempt":1}}"#);
+    h.apply(r#"{"eventType":"step_completed","correlationId":"s1","eventData":{"result":{"__type":"Uint8Array","data":"AQ=="}}}"#);
+    let after = snapshot(&h);
+    let changed = before.keys().chain(after.keys()).collect::<std::collections::BTreeSet<_>>();
+    let rows = changed.into_iter().filter(|k| before.get(*k) != after.get(*k)).count();
+    // Three events, the step record, the step index and the counters; well under a dozen.
+    assert!((4..=12).contains(&rows), "{rows} rows written by one step");
+    println!("rows written by one step (distinct keys): {rows}");
+}
