@@ -1,8 +1,8 @@
 //! # world-celld-rs
 //!
 //! The server half of a Workflow DevKit "World", wire-compatible with the
-//! `@ewhauser/world-celld` 0.3.0 client, as a Rust/wasm Cloudflare Worker with four
-//! Durable Object classes.
+//! `@ewhauser/world-celld` 0.3.0 client, as a Rust/wasm Cloudflare Worker with seven
+//! Durable Object classes (the four of 0.3 and the three index shards).
 //!
 //! ## Map
 //! * [`wire`] — the public HTTP protocol: tagged-JSON [`wire::Value`] codec, JavaScript
@@ -12,16 +12,21 @@
 //!   (one call = one transaction), the object's alarm as one call sees it
 //!   ([`store::alarm`]), how arbitrary values are kept ([`store::slot`]), and the
 //!   in-memory store the native tests use.
-//! * [`hop`] — the private router → DO request shape and the per-call context
-//!   ([`hop::Ctx`]: one clock reading, instance name, [`config::Config`]).
+//! * [`hop`] — the private router → DO call (JavaScript RPC `rpc(method, name, body)`),
+//!   the DO's one-pass body decode, and the per-call context ([`hop::Ctx`]: one clock
+//!   reading, instance name, [`config::Config`]).
 //! * [`stream`], [`index`], [`run`], [`queue`] — the behaviour of `StreamDO`, `IndexDO`,
 //!   `WorkflowRunDO` and `QueueDO`, as plain Rust over `Store`. The parts that need I/O
 //!   are split into storage steps and a driver generic over its host: the queue's
 //!   claim → deliver → settle loop, and the run's retention cleanup
 //!   ([`run::cleanup::driver`]), which native tests run against the real cores.
-//! * `shell` (wasm only) — everything that touches `worker`/`wasm-bindgen`: the fetch
-//!   entry, the four DO classes, the storage adapter over `ctx.storage.kv` inside
-//!   `transactionSync`, alarms and outbound fetch.
+//! * [`shard`], [`lifecycle`], [`catalog`], [`hook_shard`], [`hook_token`], [`hook_id`] —
+//!   the sharded index (`RunCatalogDO`, `HookTokenDO`, `HookIdDO`), and [`facade`], the
+//!   0.3 `index` binding over it.
+//! * `shell` (wasm only) — the platform adapter: the JavaScript entry (`entry.mjs`: the
+//!   router's I/O and the `DurableObject` classes) and the Rust behind it (the router's
+//!   exported decisions, one object per class, the storage adapter over `ctx.storage.kv`,
+//!   alarms and outbound fetch).
 //!
 //! Only `shell` knows about wasm; `cargo test` exercises everything else natively.
 

@@ -1,6 +1,6 @@
 //! The retention `index` phase over the sharded index (issue #9; spec-0.4 `retention.md`
 //! §2 and the README's proposed design): the phase's request `{runId, keys, hooks,
-//! expiredAt}` ([`super::phases`]) expires the run wherever its index entries can be — its
+//! expiredAt}` (`phases.rs`) expires the run wherever its index entries can be — its
 //! catalog shard (fence, run and correlation keys), the hook shards (owner-checked
 //! releases of every hook marker) and the archive IndexDO (entries written before the
 //! upgrade): the calls of [`crate::facade::expiry`], all concurrent here (the request is

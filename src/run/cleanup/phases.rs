@@ -32,7 +32,7 @@ pub enum Step {
     /// Expire the run's streams (registry, each stream, finalize), then `streams` → `queues`.
     Streams { run_id: String, due_ms: i64 },
     /// Call `expireRun(runId, dueMs)` on shards `from..shards` (at most
-    /// [`QUEUE_SHARDS_PER_STEP`] of them now), adding to `purged`; when the last shard is
+    /// `QUEUE_SHARDS_PER_STEP` of them now), adding to `purged`; when the last shard is
     /// done, `queues` → `payload`.
     Queues { run_id: String, due_ms: i64, shards: u32, from: u32, purged: f64 },
 }
