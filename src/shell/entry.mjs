@@ -176,11 +176,15 @@ export default {
 /** Thrown inside `transactionSync` to roll back a call that did not succeed. */
 const ROLLBACK = Symbol("rollback");
 
-/** A Rust class's read-only methods (served without a transaction). */
-const readOnly = (Rust) => new Set(Rust.readOnly().split(","));
 
 /** Shared by the four classes: the Rust object of this instance (re-created after a reset). */
 class RustObject extends DurableObject {
+  /** The Rust class's read-only methods (served without a transaction), read once per class. */
+  static get readOnly() {
+    if (!Object.hasOwn(this, "readOnlyMethods")) this.readOnlyMethods = new Set(this.Rust.readOnly().split(","));
+    return this.readOnlyMethods;
+  }
+
   rust() {
     checkReset();
     if (this.generation !== generation) {
@@ -257,22 +261,18 @@ class RustObject extends DurableObject {
 
 export class WorkflowRunDO extends RustObject {
   static Rust = wasm.RunObject;
-  static readOnly = readOnly(wasm.RunObject);
 }
 
 export class StreamDO extends RustObject {
   static Rust = wasm.StreamObject;
-  static readOnly = readOnly(wasm.StreamObject);
 }
 
 export class IndexDO extends RustObject {
   static Rust = wasm.IndexObject;
-  static readOnly = readOnly(wasm.IndexObject);
 }
 
 export class QueueDO extends RustObject {
   static Rust = wasm.QueueObject;
-  static readOnly = readOnly(wasm.QueueObject);
   static alarmReaders = new Set(wasm.QueueObject.alarmReaders().split(","));
 
   /** For the methods that read it: (a promise of) the alarm, `-1` when none is set. */
@@ -286,15 +286,12 @@ export class QueueDO extends RustObject {
 // `index` facade and the run DO's retention cleanup.
 export class RunCatalogDO extends RustObject {
   static Rust = wasm.CatalogObject;
-  static readOnly = readOnly(wasm.CatalogObject);
 }
 
 export class HookTokenDO extends RustObject {
   static Rust = wasm.HookTokenObject;
-  static readOnly = readOnly(wasm.HookTokenObject);
 }
 
 export class HookIdDO extends RustObject {
   static Rust = wasm.HookIdObject;
-  static readOnly = readOnly(wasm.HookIdObject);
 }
