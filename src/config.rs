@@ -52,6 +52,71 @@ impl Config {
     }
 }
 
+/// The fleet-wide maximum-age retention policy (spec-0.4 `retention.md` §5), read by the
+/// hourly cron sweep. Parsed per occurrence; a bad value fails the occurrence (as the
+/// reference throws) rather than the worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetentionSettings {
+    /// `WORKFLOW_RETENTION_MS`: 0 disables the sweep.
+    pub retention_ms: i64,
+    /// `WORKFLOW_RETENTION_BATCH_SIZE`: catalog entries admitted per occurrence.
+    pub batch_size: i64,
+    /// `WORKFLOW_RETENTION_QUEUE_SHARDS`: fallback for runs without a stored `queueShards`.
+    pub queue_shards: i64,
+}
+
+pub const DEFAULT_RETENTION_BATCH_SIZE: i64 = 128;
+pub const MAX_RETENTION_BATCH_SIZE: i64 = 1000;
+pub const MAX_SAFE_INTEGER: i64 = 9_007_199_254_740_991;
+
+/// Why a retention variable was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SettingError {
+    pub name: &'static str,
+    pub min: i64,
+    pub max: i64,
+}
+
+impl SettingError {
+    pub fn message(&self) -> String {
+        format!("world-celld: {} must be an integer between {} and {}", self.name, self.min, self.max)
+    }
+}
+
+/// One variable: the default when absent or `""`, else `Number(raw)`, which must be a safe
+/// integer in `min..=max`.
+pub fn integer_setting(raw: Option<&str>, name: &'static str, default: i64, min: i64, max: i64) -> Result<i64, SettingError> {
+    let Some(raw) = raw.filter(|r| !r.is_empty()) else { return Ok(default) };
+    let n = crate::wire::js::string_to_number(raw);
+    if n.is_finite() && n.trunc() == n && n >= min as f64 && n <= max as f64 {
+        Ok(n as i64)
+    } else {
+        Err(SettingError { name, min, max })
+    }
+}
+
+impl RetentionSettings {
+    /// `WORKFLOW_RETENTION_MS` alone (the sweep reads the other two only when enabled).
+    pub fn retention_ms(get: &impl Fn(&str) -> Option<String>) -> Result<i64, SettingError> {
+        integer_setting(get("WORKFLOW_RETENTION_MS").as_deref(), "WORKFLOW_RETENTION_MS", 0, 0, MAX_SAFE_INTEGER)
+    }
+
+    /// All three.
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<RetentionSettings, SettingError> {
+        let retention_ms = Self::retention_ms(&get)?;
+        let batch_size = integer_setting(
+            get("WORKFLOW_RETENTION_BATCH_SIZE").as_deref(),
+            "WORKFLOW_RETENTION_BATCH_SIZE",
+            DEFAULT_RETENTION_BATCH_SIZE,
+            1,
+            MAX_RETENTION_BATCH_SIZE,
+        )?;
+        let queue_shards =
+            integer_setting(get("WORKFLOW_RETENTION_QUEUE_SHARDS").as_deref(), "WORKFLOW_RETENTION_QUEUE_SHARDS", 1, 1, MAX_SAFE_INTEGER)?;
+        Ok(RetentionSettings { retention_ms, batch_size, queue_shards })
+    }
+}
+
 /// JavaScript `parseInt(text, 10)` restricted to results ≥ 1: leading whitespace and sign,
 /// then the leading run of digits. Missing, empty, non-numeric, zero or negative → `None`.
 pub fn positive_int(text: Option<&str>) -> Option<u64> {
@@ -81,6 +146,41 @@ mod tests {
         for bad in [None, Some(""), Some("abc"), Some("0"), Some("-4"), Some("  ")] {
             assert_eq!(positive_int(bad), None, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn retention_settings() {
+        let none = RetentionSettings::from_lookup(|_| None).unwrap();
+        assert_eq!(none, RetentionSettings { retention_ms: 0, batch_size: 128, queue_shards: 1 });
+        let set = |ms: &'static str, batch: &'static str, shards: &'static str| {
+            RetentionSettings::from_lookup(move |k| match k {
+                "WORKFLOW_RETENTION_MS" => Some(ms.into()),
+                "WORKFLOW_RETENTION_BATCH_SIZE" => Some(batch.into()),
+                "WORKFLOW_RETENTION_QUEUE_SHARDS" => Some(shards.into()),
+                _ => None,
+            })
+        };
+        assert_eq!(
+            set("7776000000", "", "4").unwrap(),
+            RetentionSettings { retention_ms: 7_776_000_000, batch_size: 128, queue_shards: 4 }
+        );
+        assert_eq!(set(" 5e3 ", "1000", "0x2").unwrap(), RetentionSettings { retention_ms: 5000, batch_size: 1000, queue_shards: 2 });
+        for (ms, batch, shards, name) in [
+            ("-1", "1", "1", "WORKFLOW_RETENTION_MS"),
+            ("1.5", "1", "1", "WORKFLOW_RETENTION_MS"),
+            ("abc", "1", "1", "WORKFLOW_RETENTION_MS"),
+            ("9007199254740992", "1", "1", "WORKFLOW_RETENTION_MS"),
+            ("1", "0", "1", "WORKFLOW_RETENTION_BATCH_SIZE"),
+            ("1", "1001", "1", "WORKFLOW_RETENTION_BATCH_SIZE"),
+            ("1", "1", "0", "WORKFLOW_RETENTION_QUEUE_SHARDS"),
+        ] {
+            let err = set(ms, batch, shards).unwrap_err();
+            assert_eq!(err.name, name, "{ms} {batch} {shards}");
+        }
+        assert_eq!(
+            set("1", "0", "1").unwrap_err().message(),
+            "world-celld: WORKFLOW_RETENTION_BATCH_SIZE must be an integer between 1 and 1000"
+        );
     }
 
     #[test]

@@ -44,6 +44,7 @@ pub mod run;
 pub mod shard;
 pub mod store;
 pub mod stream;
+pub mod sweep;
 pub mod wire;
 
 #[cfg(target_arch = "wasm32")]

@@ -19,9 +19,17 @@ pub const RETENTION_INDEX_PREFIX: &str = "retention:index:";
 pub const RETENTION_HOOK_PREFIX: &str = "retention:hook:";
 pub const RETENTION_CLEANUP: &str = "retention:cleanup";
 pub const RETENTION_TOMBSTONE: &str = "retention:tombstone";
-/// Progress of a queues phase spread over several steps: `{"next": shard, "purged": n}`.
-/// Deleted when the phase ends, so it never reaches the payload phase's count.
-pub const RETENTION_QUEUES_PROGRESS: &str = "retention:queues";
+/// Progress of the paged queues phase (spec-0.4 `run-do.md` §1):
+/// `{queueShard, queueShardDeleted, pendingAck?: {queueShard, receipt}}`. Deleted when the
+/// phase ends.
+pub const RETENTION_PROGRESS: &str = "retention:progress";
+/// The client's `cleanup.queueShards` at run creation (spec-0.4 `run-do.md` §1), read by
+/// maximum-age retention.
+pub const RETENTION_QUEUE_SHARDS: &str = "retention:queue-shards";
+/// The terminal cleanup record (spec-0.4 `retention.md` §3).
+pub const TERMINAL_CLEANUP: &str = "terminal:cleanup";
+pub const HOOK_RELEASED_PREFIX: &str = "hookreleased:";
+pub const HOOK_CLAIM_CANCELLED_PREFIX: &str = "hookclaimcancelled:";
 
 pub fn event(event_id: &str) -> String {
     format!("{EVENT_PREFIX}{event_id}")
@@ -55,6 +63,14 @@ pub fn ms13(ms: i64) -> String {
 /// The IndexDO correlation key the client writes for an event.
 pub fn correlation_index_key(correlation_id: &str, created_at_ms: i64, event_id: &str, run_id: &str) -> String {
     format!("correlation:{}:{}:{event_id}:{run_id}", enc(correlation_id), ms13(created_at_ms))
+}
+/// `hookreleased:<hookId>`: the durable release marker of a disposed hook.
+pub fn hook_released(hook_id: &str) -> String {
+    format!("{HOOK_RELEASED_PREFIX}{hook_id}")
+}
+/// `hookclaimcancelled:<enc(claimId)>`: the cancellation fence of a hook claim.
+pub fn hook_claim_cancelled(claim_id: &str) -> String {
+    format!("{HOOK_CLAIM_CANCELLED_PREFIX}{}", enc(claim_id))
 }
 pub fn retention_index(index_key: &str) -> String {
     format!("{RETENTION_INDEX_PREFIX}{}", enc(index_key))

@@ -16,6 +16,7 @@ pub mod apply;
 pub mod cleanup;
 pub mod events;
 pub mod fence;
+pub mod hook_claims;
 pub mod keys;
 pub mod reads;
 pub mod records;
@@ -32,6 +33,25 @@ use crate::wire::{RpcError, Value};
 
 pub const CLASS: &str = "WorkflowRunDO";
 
+/// Every method a client may call on `/v1/rpc/runs/...` (0.3's eleven plus 0.4's
+/// `getLifecycleStatus` and `resolveHookTokenClaim`). `enforceRetention` is internal (the
+/// cron sweep's), reached only by a hop.
+pub const METHODS: [&str; 13] = [
+    "applyEvent",
+    "getRun",
+    "getStep",
+    "getEvent",
+    "listEvents",
+    "listSteps",
+    "listHooks",
+    "getCleanupStatus",
+    "scheduleCleanup",
+    "cleanupNow",
+    "rearmCleanup",
+    "getLifecycleStatus",
+    "resolveHookTokenClaim",
+];
+
 /// The methods that never write (the shell serves them outside a transaction).
 pub const READ_ONLY: [&str; 7] = ["getRun", "getStep", "getEvent", "listEvents", "listSteps", "listHooks", "getCleanupStatus"];
 
@@ -39,8 +59,8 @@ pub const READ_ONLY: [&str; 7] = ["getRun", "getStep", "getEvent", "listEvents",
 /// change the call asks for (terminal-run scheduling, the retention admin methods); the
 /// shell applies it after the transaction commits.
 ///
-/// `cleanupNow` is not a single transaction: the shell serves it through
-/// [`cleanup::driver::cleanup_now`], so it never reaches this function.
+/// `cleanupNow` and `enforceRetention` are not single transactions: the shell serves them
+/// through [`cleanup::driver`], so they never reach this function.
 pub fn call(store: &mut dyn Store, ctx: &Ctx, alarm: &mut Alarm, method: &str, args: Args) -> Result<Value, RpcError> {
     match method {
         "applyEvent" => apply::apply_event(store, ctx, alarm, args.raw(0)),
@@ -54,6 +74,7 @@ pub fn call(store: &mut dyn Store, ctx: &Ctx, alarm: &mut Alarm, method: &str, a
         "scheduleCleanup" => cleanup::schedule(store, ctx.now, &cleanup::CleanupArgs::parse(args)?, alarm),
         "rearmCleanup" => cleanup::rearm(store, ctx.now, alarm),
         "getLifecycleStatus" => fence::lifecycle_status(store, ctx.now),
+        "resolveHookTokenClaim" => hook_claims::resolve(store, ctx.now, args),
         _ => Err(RpcError::error(format!("{CLASS}.{method} cannot run as a single transaction"))),
     }
 }

@@ -93,12 +93,28 @@ pub fn list_by_creation(store: &mut dyn Store, index_prefix: &str, entity_prefix
     Ok(Page { data, cursor, has_more })
 }
 
+/// Largest `listSteps` / `listHooks` page (spec-0.4 `run-do.md` §5).
+pub const MAX_ENTITY_PAGE: f64 = 1000.0;
+
+/// 0.4's clamp of the entity listings' `limit` to 1..=1000 (a non-finite limit is 1).
+/// Replaces 0.3's unclamped limit (where 0 answered an empty page): the shared method has
+/// one behaviour, and this one bounds responses (`tests/golden-conflicts.json`).
+pub fn clamp_entity_limit(limit: f64) -> f64 {
+    if limit.is_finite() {
+        limit.floor().clamp(1.0, MAX_ENTITY_PAGE)
+    } else {
+        1.0
+    }
+}
+
 pub fn list_steps_method(store: &mut dyn Store, ctx: &Ctx, args: Args) -> Result<Value, RpcError> {
-    let p = list_params(args.present(0), 20.0);
+    let mut p = list_params(args.present(0), 20.0);
+    p.limit = clamp_entity_limit(p.limit);
     fenced(store, ctx, |s| Ok(list_by_creation(s, keys::STEP_CREATED_PREFIX, keys::STEP_PREFIX, &p)?.to_value()))
 }
 
 pub fn list_hooks_method(store: &mut dyn Store, ctx: &Ctx, args: Args) -> Result<Value, RpcError> {
-    let p = list_params(args.present(0), 100.0);
+    let mut p = list_params(args.present(0), 100.0);
+    p.limit = clamp_entity_limit(p.limit);
     fenced(store, ctx, |s| Ok(list_by_creation(s, keys::HOOK_CREATED_PREFIX, keys::HOOK_PREFIX, &p)?.to_value()))
 }

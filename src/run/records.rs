@@ -75,18 +75,56 @@ pub fn structured_error(error: Option<&Value>, code_override: Option<Value>) -> 
     Value::Object(m)
 }
 
-/// `retention:cleanup` (spec `retention.md` §1).
-pub fn cleanup_record(run: &Record, due_at: i64, queue_shards: Value) -> Map {
+/// Why a cleanup record exists (spec-0.4 `retention.md` §1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reason {
+    /// Scheduled by `applyEvent` from the client's `cleanup.retentionMs`.
+    TerminalRetention,
+    /// `scheduleCleanup` / `cleanupNow`.
+    Manual,
+    /// The fleet-wide `WORKFLOW_RETENTION_MS` (the cron sweep's `enforceRetention`).
+    MaximumAge,
+}
+
+impl Reason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::TerminalRetention => "terminal-retention",
+            Reason::Manual => "manual",
+            Reason::MaximumAge => "maximum-age",
+        }
+    }
+}
+
+/// Set the members describing the run's state on a cleanup record: `status` (always),
+/// `completedAt` and `terminalStatus` (only for a terminal run; absent otherwise).
+pub fn stamp_run_state(m: &mut Map, run: &Record) {
+    m.insert("status".into(), Value::str(run.status()));
+    if is_terminal_run_status(run.status()) {
+        m.insert("completedAt".into(), run.get("completedAt").cloned().unwrap_or(Value::Null));
+        m.insert("terminalStatus".into(), Value::str(run.status()));
+    } else {
+        m.remove("completedAt");
+        m.remove("terminalStatus");
+    }
+}
+
+/// A new `retention:cleanup` record (spec-0.4 `retention.md` §1): phase `retained`,
+/// generation 0, zero counters. `queue_shards` `None` leaves the member absent.
+pub fn cleanup_record(run: &Record, reason: Reason, due_at: i64, queue_shards: Option<Value>) -> Map {
     let mut m = Map::new();
     m.insert("version".into(), Value::num(1));
     m.insert("runId".into(), run.get("runId").cloned().unwrap_or(Value::Null));
     m.insert("workflowName".into(), run.get("workflowName").cloned().unwrap_or(Value::Null));
     m.insert("createdAt".into(), run.get("createdAt").cloned().unwrap_or(Value::Null));
-    m.insert("completedAt".into(), run.get("completedAt").cloned().unwrap_or(Value::Null));
-    m.insert("terminalStatus".into(), Value::str(run.status()));
+    stamp_run_state(&mut m, run);
+    m.insert("reason".into(), Value::str(reason.as_str()));
     m.insert("dueAt".into(), Value::date(due_at));
-    m.insert("queueShards".into(), queue_shards);
+    if let Some(shards) = queue_shards {
+        m.insert("queueShards".into(), shards);
+    }
     m.insert("phase".into(), Value::str("retained"));
+    m.insert("generation".into(), Value::num(0));
     m.insert("attempts".into(), Value::num(0));
     m.insert("deletedPayloadKeys".into(), Value::num(0));
     m.insert("deletedStreams".into(), Value::num(0));
@@ -94,15 +132,37 @@ pub fn cleanup_record(run: &Record, due_at: i64, queue_shards: Value) -> Map {
     m
 }
 
-/// A tombstone synthesized from a cleanup record whose time has come (`run-do.md` §2).
-pub fn tombstone_from_cleanup(record: &Record) -> Map {
-    let due = record.get("dueAt").cloned().unwrap_or(Value::Null);
+/// The record's `generation`; a record written before generations existed reads as 0.
+pub fn generation(record: &Record) -> f64 {
+    record.num("generation").filter(|g| g.is_finite()).unwrap_or(0.0)
+}
+
+/// `cleanupTombstone(record, at)` (spec-0.4 `retention.md` §1): the tombstone for a cleanup
+/// record, embedding the record as tombstoned at `at`.
+pub fn tombstone_for(record: &Record, tombstoned_at: Value) -> Map {
+    let mut cleanup = record.0.clone();
+    cleanup.insert("phase".into(), Value::str("tombstoned"));
+    cleanup.insert("tombstonedAt".into(), tombstoned_at.clone());
     let mut m = Map::new();
     m.insert("version".into(), Value::num(1));
     m.insert("runId".into(), record.get("runId").cloned().unwrap_or(Value::Null));
-    m.insert("terminalStatus".into(), record.get("terminalStatus").cloned().unwrap_or(Value::Null));
-    m.insert("completedAt".into(), record.get("completedAt").cloned().unwrap_or(Value::Null));
-    m.insert("expiredAt".into(), due.clone());
-    m.insert("tombstonedAt".into(), record.get("tombstonedAt").cloned().unwrap_or(due));
+    if let Some(status) = record.get("status").or_else(|| record.get("terminalStatus")) {
+        m.insert("status".into(), status.clone());
+    }
+    for k in ["completedAt", "terminalStatus"] {
+        if let Some(v) = record.get(k) {
+            m.insert(k.into(), v.clone());
+        }
+    }
+    m.insert("expiredAt".into(), record.get("dueAt").cloned().unwrap_or(Value::Null));
+    m.insert("tombstonedAt".into(), tombstoned_at);
+    m.insert("cleanup".into(), Value::Object(cleanup));
     m
+}
+
+/// A tombstone synthesized from a cleanup record whose time has come (spec-0.4
+/// `run-do.md` §5): tombstoned at `record.tombstonedAt ?? record.dueAt`.
+pub fn tombstone_from_cleanup(record: &Record) -> Map {
+    let at = record.get("tombstonedAt").or_else(|| record.get("dueAt")).cloned().unwrap_or(Value::Null);
+    tombstone_for(record, at)
 }

@@ -4,7 +4,7 @@
 
 use super::apply::Success;
 use super::keys;
-use super::records::{cleanup_record, is_terminal_run_status, Record};
+use super::records::{cleanup_record, is_terminal_run_status, Reason, Record};
 use super::validate::{parse_object, schemas};
 use crate::store::alarm::Alarm;
 use crate::store::{put_json, Store};
@@ -64,7 +64,7 @@ pub fn schedule(
         Some(v) => v.clone(),
     };
     updated.save(store, keys::RUN)?;
-    put_json(store, keys::RETENTION_CLEANUP, &Value::Object(cleanup_record(&updated, due, shards)))?;
+    put_json(store, keys::RETENTION_CLEANUP, &Value::Object(cleanup_record(&updated, Reason::TerminalRetention, due, Some(shards))))?;
     alarm.set(due);
     s.run = Some(updated);
     Ok(())

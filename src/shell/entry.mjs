@@ -11,6 +11,8 @@ import { hop } from "./hop.mjs";
 import { pathnameOf } from "./path.mjs";
 
 const MAX_BODY_BYTES = 33554432;
+/** The hourly maximum-age retention sweep's cron (spec-0.4 retention.md §5). */
+const RETENTION_CRON = "0 * * * *";
 const JSON_HEADERS = { "content-type": "application/json" };
 
 // --- panic recovery -------------------------------------------------------------------
@@ -159,10 +161,19 @@ export default {
     }
   },
 
-  /** Cron: one bounded step of the archive migration (src/facade/migrate.rs). */
+  /**
+   * Cron, dispatched on `controller.cron`: `0 * * * *` runs the maximum-age retention sweep
+   * (src/sweep), every other schedule (`*\/10 * * * *`) one bounded step of the archive
+   * migration (src/facade/migrate.rs).
+   */
   async scheduled(controller, env) {
     checkReset();
     try {
+      if (controller.cron === RETENTION_CRON) {
+        const result = JSON.parse(await wasm.retentionSweep(env, controller.scheduledTime));
+        if (result.scanned > 0) console.log("world-celld retention sweep", { cron: controller.cron, ...result });
+        return;
+      }
       const state = await wasm.migrateArchive(env);
       if (!JSON.parse(state).done) console.log(`world-celld index migration ${state}`);
     } catch (e) {

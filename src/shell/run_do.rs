@@ -22,9 +22,10 @@ use crate::store::Store;
 use crate::wire::router::Binding;
 use crate::wire::{RpcError, Value};
 
-/// The run methods that do I/O between transactions (served by `rpcAsync`).
+/// The run methods that do I/O between transactions (served by `rpcAsync`):
+/// `cleanupNow` and the cron sweep's internal `enforceRetention`.
 fn is_async(method: &str) -> bool {
-    method == "cleanupNow"
+    method == "cleanupNow" || method == "enforceRetention"
 }
 
 #[wasm_bindgen(js_name = RunObject)]
@@ -110,7 +111,9 @@ impl RunObject {
             Ok(a) => a,
             Err(refusal) => return refusal,
         };
-        let result = if is_async(&method) {
+        let result = if method == "enforceRetention" {
+            driver::enforce_retention(&self.host(), args.first()).await
+        } else if is_async(&method) {
             match CleanupArgs::parse(crate::hop::Args(&args)) {
                 Ok(args) => driver::cleanup_now(&self.host(), args).await,
                 Err(e) => Err(e),
@@ -121,10 +124,10 @@ impl RunObject {
         result_reply(result, f64::NAN)
     }
 
-    /// The retention alarm. Never throws: a failed phase is recorded with a backoff alarm
-    /// by the driver.
+    /// The cleanup alarm: one page (retention or terminal cleanup). Never throws: a failed
+    /// page is recorded with a backoff alarm by the driver.
     pub async fn alarm(&self) {
-        if let Err(e) = driver::run_and_record(&self.host()).await {
+        if let Err(e) = driver::run_page(&self.host()).await {
             worker::console_error!("WorkflowRunDO cleanup: {}: {}", e.name, e.message);
         }
     }

@@ -36,10 +36,42 @@ pub fn resume_replay(cx: &mut Apply) -> Result<Option<Outcome>, RpcError> {
     Ok(None)
 }
 
+/// The `hookevent:<id>` value of a hook admitted with a 0.4 claim: `{eventId, claimId}`
+/// (a hook admitted through the 0.3 `index` binding keeps the bare event id). Which
+/// admission a hook had decides its terminal release (see [`super::run::terminal`]) and
+/// whether its dispose leaves a `hookreleased:` marker.
+fn hook_event_value(event_id: Value, claim_id: Option<&Value>) -> Value {
+    match claim_id {
+        Some(claim) => Value::object([("eventId", event_id), ("claimId", claim.clone())]),
+        None => event_id,
+    }
+}
+
+/// Was hook `id` admitted with a 0.4 `hookClaimId`?
+pub fn admitted_with_claim(store: &mut dyn crate::store::Store, id: &str) -> Result<bool, RpcError> {
+    Ok(matches!(crate::store::get_json::<Value>(store, &keys::hook_event(id))?, Some(Value::Object(m)) if m.contains_key("claimId")))
+}
+
+/// Guard 8 for an absent hook on `hook_disposed` (spec-0.4 `run-do.md` §2): a
+/// `hookreleased:` marker answers success with that release and no event, so a client can
+/// replay a dispose whose index release failed.
+pub fn released_replay(cx: &mut Apply) -> Result<Option<Outcome>, RpcError> {
+    let key = keys::hook_released(&cx.id_text());
+    let Some(marker) = crate::store::get_json::<Value>(cx.store, &key)? else { return Ok(None) };
+    let pair = (marker.get("hookId").cloned().unwrap_or(Value::Null), marker.get("token").cloned().unwrap_or(Value::Null));
+    Ok(Some(Ok(Success { released_hooks: vec![pair], ..Default::default() })))
+}
+
 /// `hook_created`.
 pub fn created(cx: &mut Apply) -> Result<Outcome, RpcError> {
-    let token = cx.event_data_member("token")?.cloned();
     let id = cx.id_text();
+    if let Some(claim) = cx.hook_claim_id.clone() {
+        let fence = keys::hook_claim_cancelled(&to_js_string(Some(&claim)));
+        if cx.store.get(&fence)?.is_some() {
+            return Ok(Err(fail(Code::HookClaimCancelled, format!("Hook reservation for \"{id}\" was canceled before commit"))));
+        }
+    }
+    let token = cx.event_data_member("token")?.cloned();
     let holder = cx.token_holder.clone().filter(|h| truthy(Some(h)));
     if let Some(holder) = &holder {
         let holder_run = holder.get("runId");
@@ -90,7 +122,8 @@ pub fn created(cx: &mut Apply) -> Result<Outcome, RpcError> {
     hook.save(cx.store, &keys::hook(&id))?;
     let created = hook.date("createdAt").unwrap_or(cx.now);
     put_json(cx.store, &keys::created(keys::HOOK_CREATED_PREFIX, created, &hook_id), &Value::String(hook_id.clone()))?;
-    put_json(cx.store, &keys::hook_event(&id), &event.get("eventId").cloned().unwrap_or(Value::Null))?;
+    let event_value = hook_event_value(event.get("eventId").cloned().unwrap_or(Value::Null), cx.hook_claim_id.as_ref());
+    put_json(cx.store, &keys::hook_event(&id), &event_value)?;
     Ok(Ok(Success { event: Some(event), hook: Some(hook.clone()), hook_to_index: Some(hook), ..Default::default() }))
 }
 
@@ -108,6 +141,10 @@ pub fn disposed(cx: &mut Apply) -> Result<Outcome, RpcError> {
     }
     let event = cx.append_request()?;
     let token = hook.get("token").cloned().unwrap_or(Value::Null);
+    if admitted_with_claim(cx.store, &id)? {
+        let marker = Value::object([("hookId", hook_id.clone()), ("token", token.clone())]);
+        put_json(cx.store, &keys::hook_released(&hook_id_text), &marker)?;
+    }
     Ok(Ok(Success { event: Some(event), released_hooks: vec![(hook_id, token)], ..Default::default() }))
 }
 

@@ -32,6 +32,8 @@ pub enum Code {
     RunExpired,
     TooEarly,
     RunNotSupported,
+    /// 0.4: the `hookClaimId` of a `hook_created` was fenced by `resolveHookTokenClaim`.
+    HookClaimCancelled,
 }
 
 impl Code {
@@ -45,6 +47,7 @@ impl Code {
             Code::RunExpired => "RUN_EXPIRED",
             Code::TooEarly => "TOO_EARLY",
             Code::RunNotSupported => "RUN_NOT_SUPPORTED",
+            Code::HookClaimCancelled => "HOOK_CLAIM_CANCELLED",
         }
     }
 }
@@ -96,6 +99,8 @@ pub struct Apply<'a> {
     pub id: Option<Value>,
     pub params: Option<Value>,
     pub token_holder: Option<Value>,
+    /// 0.4: `request.hookClaimId`, sent only with an admitted `hook_created`.
+    pub hook_claim_id: Option<Value>,
 }
 
 impl Apply<'_> {
@@ -215,6 +220,7 @@ pub fn apply_event(store: &mut dyn Store, ctx: &Ctx, alarm: &mut Alarm, request:
         data,
         params: req("params"),
         token_holder: req("tokenHolder"),
+        hook_claim_id: req("hookClaimId").filter(|v| !v.is_null()),
     };
     let outcome = match core(&mut cx)? {
         Err(f) => return Ok(failure_value(&f)),
@@ -223,8 +229,19 @@ pub fn apply_event(store: &mut dyn Store, ctx: &Ctx, alarm: &mut Alarm, request:
     cx.seq.save(cx.store)?;
     let cleanup = req("cleanup");
     let mut outcome = outcome;
+    if outcome.run_created.is_some() {
+        if let Some(shards) = cleanup.as_ref().and_then(|c| c.get("queueShards")).filter(|v| !v.is_null()) {
+            crate::store::put_json(cx.store, keys::RETENTION_QUEUE_SHARDS, shards)?;
+        }
+    }
     retention::record_markers(cx.store, &outcome, &cx.run_id_text)?;
     retention::schedule(cx.store, alarm, &mut outcome, cleanup.as_ref(), retention.cleanup.is_some())?;
+    // spec-0.4 `run-do.md` §2.7: any outcome carrying a terminal run (re)starts the
+    // terminal cleanup, which pages the hook releases from the alarm.
+    if let Some(run) = outcome.run.as_ref().filter(|r| is_terminal_run_status(r.status())) {
+        let run_id = run.str("runId").unwrap_or(cx.run_id_text.as_str()).to_string();
+        super::cleanup::terminal::start(cx.store, &run_id, ctx.now, alarm)?;
+    }
     let outcome = finalize_page(&mut cx, outcome)?;
     Ok(success_value(outcome))
 }
@@ -300,6 +317,11 @@ fn core(cx: &mut Apply) -> Result<Outcome, RpcError> {
     if matches!(et, Some("hook_disposed" | "hook_received")) && truthy(cx.id.as_ref()) {
         let key = keys::hook(&cx.id_text());
         if Record::load(cx.store, &key)?.is_none() {
+            if et == Some("hook_disposed") {
+                if let Some(outcome) = hook::released_replay(cx)? {
+                    return Ok(outcome);
+                }
+            }
             return Ok(Err(fail(Code::HookNotFound, format!("Hook \"{}\" not found", cx.id_text()))));
         }
     }

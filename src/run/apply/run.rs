@@ -151,6 +151,12 @@ pub fn terminal(cx: &mut Apply, current: Option<Record>) -> Result<Outcome, RpcE
 }
 
 /// Delete every live hook (and its creation index entry); `hookevent:` markers stay.
+///
+/// Returns the hooks the client must release itself (`releasedHooks`): those admitted
+/// through the 0.3 `index` binding, which 0.3 releases inline. Hooks admitted with a 0.4
+/// `hookClaimId` are deleted here too but not reported (0.4's `releasedHooks: []`): the
+/// terminal cleanup's `markers` page releases them from the alarm (spec-0.4 `run-do.md`
+/// §2, `retention.md` §3). Both kinds keep their `retention:hook:` marker for that page.
 fn release_all_hooks(store: &mut dyn Store) -> Result<Vec<(Value, Value)>, RpcError> {
     let entries = store.list(&ListOptions::prefix(keys::HOOK_PREFIX))?;
     let mut released = Vec::new();
@@ -165,7 +171,9 @@ fn release_all_hooks(store: &mut dyn Store) -> Result<Vec<(Value, Value)>, RpcEr
         if let Some(created) = hook.date("createdAt") {
             store.delete(&keys::created(keys::HOOK_CREATED_PREFIX, created, &id_text))?;
         }
-        released.push((hook_id, hook.get("token").cloned().unwrap_or(Value::Null)));
+        if !super::hook::admitted_with_claim(store, &id_text)? {
+            released.push((hook_id, hook.get("token").cloned().unwrap_or(Value::Null)));
+        }
     }
     Ok(released)
 }

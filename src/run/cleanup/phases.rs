@@ -1,211 +1,358 @@
-//! The cleanup loop's storage steps (retention.md §3–4), each one transaction.
+//! The retention cleanup's storage steps (spec-0.4 `retention.md` §2), each one
+//! transaction: [`plan_page`] decides what one page (one alarm, or one `cleanupNow`) does
+//! and performs the pages that need only this object's storage; the `commit_*` functions
+//! persist the outcome of a page that called other objects. Every write is a
+//! compare-and-set on the record's (`phase`, `generation`) as read by the plan ([`Expect`]),
+//! and bumps `generation`.
+
+use serde::{Deserialize, Serialize};
 
 use super::record::Phase;
+use super::terminal::{self, TerminalPage};
 use crate::run::keys;
-use crate::run::records::Record;
+use crate::run::records::{generation, tombstone_for, Record};
 use crate::store::alarm::Alarm;
-use crate::store::{put_json, ListOptions, Store};
+use crate::store::{get_json, put_json, ListOptions, Store};
 use crate::wire::js::to_js_string;
 use crate::wire::{Map, RpcError, Value};
 
-/// Payload keys deleted per batch (one transaction, one alarm each).
-pub const PAYLOAD_BATCH: usize = 256;
+/// Keys one payload page deletes.
+pub const PAYLOAD_BATCH: usize = 128;
+/// `retention:hook:` markers one `index` page releases.
+pub const HOOK_MARKER_PAGE: usize = 64;
+/// `retention:index:` markers one `index` page expires. These name the correlation keys a
+/// 0.3 client published (0.4 writes none); paged like the hook markers and consumed the same
+/// way once expired.
+pub const INDEX_MARKER_PAGE: usize = 64;
+/// Stream names one `streams` page asks the registry for.
+pub const STREAMS_PER_PAGE: f64 = 16.0;
+/// Chunks and bytes one `streams` page deletes at most, over all its streams.
+pub const STREAM_CHUNKS_PER_PAGE: f64 = 128.0;
+pub const STREAM_BYTES_PER_PAGE: f64 = 16.0 * 1024.0 * 1024.0;
+/// Queue references one `expireRun` page deletes.
+pub const QUEUE_REFERENCES_PER_PAGE: f64 = 64.0;
 /// Queue shards the queues phase visits at most. The client uses a handful; the bound keeps
-/// a corrupt or hostile `queueShards` from turning one phase into millions of calls.
+/// a corrupt or hostile `queueShards` from turning one phase into millions of pages.
 pub const MAX_QUEUE_SHARDS: u32 = 1024;
-/// Queue shards one step of the queues phase visits (one `expireRun` call each, ~10 ms):
-/// more continue from the next alarm, as payload batches do, so one `cleanupNow` or alarm
-/// invocation stays short whatever `queueShards` says.
-pub const QUEUE_SHARDS_PER_STEP: u32 = 32;
-/// Retry delay cap after a failed phase.
+/// Retry delay cap after a failed page.
 pub const MAX_RETRY_DELAY_MS: i64 = 3_600_000;
 
-/// What the loop must do next outside storage.
+/// The (`phase`, `generation`) a page was planned for: its writes apply only if the record
+/// still has both.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Expect {
+    pub phase: Phase,
+    pub generation: f64,
+}
+
+/// `retention:progress` (spec-0.4 `run-do.md` §1).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Progress {
+    pub queue_shard: u32,
+    pub queue_shard_deleted: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_ack: Option<PendingAck>,
+}
+
+/// A shard's finished `expireRun` whose receipt still has to be acknowledged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingAck {
+    pub queue_shard: u32,
+    /// `{expiredAt, deleted}`; `null` when the shard answered without one (a QueueDO of the
+    /// 0.3 generation): nothing to acknowledge then.
+    pub receipt: Value,
+}
+
+/// What one page does outside this object's storage.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Step {
-    /// Nothing more now (finished, not yet due, or a payload batch was deleted and the
-    /// alarm continues).
+pub enum Page {
+    /// Nothing (more) to call now: the page, if any, was done in the plan's transaction.
     Stop,
-    /// Expire the run in the index ([`super::index_phase`]: its catalog shard, hook
-    /// shards and the archive), then `index` → `streams`.
-    Index { request: Value },
-    /// Expire the run's streams (registry, each stream, finalize), then `streams` → `queues`.
-    Streams { run_id: String, due_ms: i64 },
-    /// Call `expireRun(runId, dueMs)` on shards `from..shards` (at most
-    /// `QUEUE_SHARDS_PER_STEP` of them now), adding to `purged`; when the last shard is
-    /// done, `queues` → `payload`.
-    Queues { run_id: String, due_ms: i64, shards: u32, from: u32, purged: f64 },
+    /// `index`: expire `request` in the index shards and the archive, then
+    /// [`commit_index`].
+    Index { expect: Expect, request: Value, markers: Vec<String>, last: bool },
+    /// `streams`: one bounded page of stream expiry, then [`commit_streams`].
+    Streams { expect: Expect, run_id: String, due_ms: i64, deleted_streams: f64 },
+    /// `queues`: `q:<shard>.expireRun(runId, dueAt, {limit: 64})`, then
+    /// [`commit_queue_expire`].
+    QueueExpire { expect: Expect, run_id: String, due_ms: i64, shard: u32 },
+    /// `queues`: acknowledge the pending receipt (if any), then [`commit_queue_ack`].
+    QueueAck { expect: Expect, run_id: String, shard: u32, receipt: Value },
+    /// A terminal-cleanup page ([`super::terminal`]).
+    Terminal(TerminalPage),
 }
 
 fn load(store: &mut dyn Store) -> Result<Option<Record>, RpcError> {
     Record::load(store, keys::RETENTION_CLEANUP)
 }
 
-/// Change phase `expected` → `next` with `extra` members, if the record is still in
-/// `expected` (retention.md §4). Returns whether it changed.
-pub fn change_phase(store: &mut dyn Store, expected: Phase, next: Phase, extra: Map) -> Result<bool, RpcError> {
-    let Some(mut record) = load(store)? else { return Ok(false) };
-    if Phase::of(&record) != Some(expected) {
-        return Ok(false);
-    }
+/// The record, if it still matches `expect`.
+fn current(store: &mut dyn Store, expect: &Expect) -> Result<Option<Record>, RpcError> {
+    Ok(load(store)?.filter(|r| Phase::of(r) == Some(expect.phase) && generation(r) == expect.generation))
+}
+
+/// Save `record` with `generation + 1`.
+fn save_next(store: &mut dyn Store, mut record: Record) -> Result<Record, RpcError> {
+    let next = generation(&record) + 1.0;
+    record.0.insert("generation".into(), Value::num(next));
+    record.save(store, keys::RETENTION_CLEANUP)?;
+    Ok(record)
+}
+
+/// Move to `next` (or stay when `None`), reset `attempts`, drop `lastError`, bump the
+/// generation and continue at now + 1.
+fn advance(
+    store: &mut dyn Store,
+    now: i64,
+    alarm: &mut Alarm,
+    mut record: Record,
+    next: Option<Phase>,
+    extra: Map,
+) -> Result<(), RpcError> {
     record.0.extend(extra);
-    record.0.insert("phase".into(), Value::str(next.name()));
+    if let Some(next) = next {
+        record.0.insert("phase".into(), Value::str(next.name()));
+    }
     record.0.insert("attempts".into(), Value::num(0));
     record.0.remove("lastError");
-    record.save(store, keys::RETENTION_CLEANUP)?;
-    Ok(true)
-}
-
-/// Record a failed phase: count it, keep the message, retry after a capped exponential
-/// backoff (1 s, 2 s, 4 s, … 1 h). The phase stays, so the retry resumes it.
-pub fn record_failure(store: &mut dyn Store, now: i64, message: &str, alarm: &mut Alarm) -> Result<(), RpcError> {
-    let Some(mut record) = load(store)? else { return Ok(()) };
-    if Phase::of(&record) == Some(Phase::Tombstoned) {
-        return Ok(());
-    }
-    let attempts = record.num("attempts").filter(|n| n.is_finite()).unwrap_or(0.0) + 1.0;
-    record.0.insert("attempts".into(), Value::num(attempts));
-    record.0.insert("lastError".into(), Value::str(message));
-    record.0.insert("lastAttemptAt".into(), Value::date(now));
-    record.save(store, keys::RETENTION_CLEANUP)?;
-    let exponent = (attempts - 1.0).clamp(0.0, 12.0) as u32;
-    let delay = (1000i64 << exponent).min(MAX_RETRY_DELAY_MS);
-    alarm.set(now.saturating_add(delay));
+    save_next(store, record)?;
+    alarm.set(now + 1);
     Ok(())
 }
 
-/// The queues phase got as far as shard `next` (exclusive) with `purged` messages deleted:
-/// kept for the next step, which the alarm runs at once. Only while the phase is `queues`.
-pub fn store_queue_progress(store: &mut dyn Store, now: i64, next: u32, purged: f64, alarm: &mut Alarm) -> Result<(), RpcError> {
-    let Some(record) = load(store)? else { return Ok(()) };
-    if Phase::of(&record) == Some(Phase::Queues) {
-        let progress = Value::object([("next", Value::num(next)), ("purged", Value::num(purged))]);
-        put_json(store, keys::RETENTION_QUEUES_PROGRESS, &progress)?;
-        alarm.set(now + 1);
+/// Is the retention record due for a page (spec-0.4 `run-do.md` §7 step 1)?
+fn due(record: &Record, now: i64) -> bool {
+    Phase::of(record) != Some(Phase::Tombstoned) && record.date("dueAt").is_some_and(|d| d <= now)
+}
+
+/// Plan one page (spec-0.4 `run-do.md` §7) and do it when it needs only this storage.
+pub fn plan_page(store: &mut dyn Store, now: i64, alarm: &mut Alarm) -> Result<Page, RpcError> {
+    let record = load(store)?;
+    if let Some(record) = record.as_ref().filter(|r| due(r, now)) {
+        return plan_retention(store, now, alarm, record.clone());
     }
-    Ok(())
-}
-
-/// The queues phase is over: `queues` → `payload` with the total, progress dropped.
-pub fn finish_queues(store: &mut dyn Store, purged: f64) -> Result<bool, RpcError> {
-    store.delete(keys::RETENTION_QUEUES_PROGRESS)?;
-    let mut extra = Map::new();
-    extra.insert("deletedQueueMessages".into(), Value::num(purged));
-    change_phase(store, Phase::Queues, Phase::Payload, extra)
-}
-
-/// The streams phase's count, stored only while the phase is still `streams`.
-pub fn store_deleted_streams(store: &mut dyn Store, deleted: f64) -> Result<(), RpcError> {
-    let Some(mut record) = load(store)? else { return Ok(()) };
-    if Phase::of(&record) == Some(Phase::Streams) {
-        record.0.insert("deletedStreams".into(), Value::num(deleted));
-        record.save(store, keys::RETENTION_CLEANUP)?;
+    if let Some(page) = terminal::plan(store, now, alarm)? {
+        return Ok(page);
     }
-    Ok(())
+    match record {
+        Some(r) if Phase::of(&r) != Some(Phase::Tombstoned) => match r.date("dueAt") {
+            Some(due) => alarm.set(due.max(now + 1)),
+            None => alarm.delete(),
+        },
+        _ => alarm.delete(),
+    }
+    Ok(Page::Stop)
 }
 
-/// 13-digit creation ms as the client's IndexDO run keys embed them.
+fn plan_retention(store: &mut dyn Store, now: i64, alarm: &mut Alarm, record: Record) -> Result<Page, RpcError> {
+    let phase =
+        Phase::of(&record).ok_or_else(|| RpcError::error(format!("unknown cleanup phase {}", to_js_string(record.get("phase")))))?;
+    let expect = Expect { phase, generation: generation(&record) };
+    let run_id = to_js_string(record.get("runId"));
+    let due_ms = record.date("dueAt").unwrap_or(0);
+    match phase {
+        Phase::Retained => {
+            advance(store, now, alarm, record, Some(Phase::Index), Map::new())?;
+            Ok(Page::Stop)
+        }
+        Phase::Index => index_page(store, &record, expect, &run_id, due_ms),
+        Phase::Streams => {
+            let deleted_streams = record.num("deletedStreams").filter(|n| n.is_finite()).unwrap_or(0.0);
+            Ok(Page::Streams { expect, run_id, due_ms, deleted_streams })
+        }
+        Phase::Queues => {
+            let shards = queue_shards(&record);
+            let progress: Progress = get_json(store, keys::RETENTION_PROGRESS)?.unwrap_or_default();
+            if let Some(pending) = progress.pending_ack {
+                return Ok(Page::QueueAck { expect, run_id, shard: pending.queue_shard, receipt: pending.receipt });
+            }
+            if progress.queue_shard < shards {
+                return Ok(Page::QueueExpire { expect, run_id, due_ms, shard: progress.queue_shard });
+            }
+            store.delete(keys::RETENTION_PROGRESS)?;
+            advance(store, now, alarm, record, Some(Phase::Payload), Map::new())?;
+            Ok(Page::Stop)
+        }
+        Phase::Payload => {
+            payload_page(store, now, alarm, record)?;
+            Ok(Page::Stop)
+        }
+        Phase::Tombstoned => Ok(Page::Stop),
+    }
+}
+
+/// `queueShards` as a shard count: a positive number, rounded up, at most
+/// [`MAX_QUEUE_SHARDS`]; anything else is 0 (no queue page).
+fn queue_shards(record: &Record) -> u32 {
+    let shards = record.num("queueShards").unwrap_or(f64::NAN);
+    if shards > 0.0 {
+        shards.ceil().min(f64::from(MAX_QUEUE_SHARDS)) as u32
+    } else {
+        0
+    }
+}
+
+/// The run's two catalog keys (`run:<wf>:<ms13>:<id>`, `runall:<ms13>:<id>`).
 fn run_keys(record: &Record, run_id: &str) -> [String; 2] {
     let created = record.date("createdAt").map(keys::ms13).unwrap_or_else(|| "NaN".into());
     let workflow = to_js_string(record.get("workflowName"));
     [format!("run:{workflow}:{created}:{run_id}"), format!("runall:{created}:{run_id}")]
 }
 
-fn values(store: &mut dyn Store, prefix: &str) -> Result<Vec<Value>, RpcError> {
-    store
-        .list(&ListOptions::prefix(prefix))?
+/// Up to `page` entries of `prefix` (listing one more to know whether more remain).
+fn marker_page(store: &mut dyn Store, prefix: &str, page: usize) -> Result<(Vec<(String, Value)>, bool), RpcError> {
+    let listed = store.list(&ListOptions::prefix(prefix).limit(page + 1))?;
+    let more = listed.len() > page;
+    let entries = listed
         .into_iter()
-        .map(|(k, text)| serde_json::from_str::<Value>(&text).map_err(|e| RpcError::error(format!("corrupt record at {k}: {e}"))))
-        .collect()
+        .take(page)
+        .map(|(k, text)| {
+            Value::parse(&text).map(|v| (k.clone(), v)).map_err(|e| RpcError::error(format!("corrupt record at {k}: {}", e.0)))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((entries, more))
 }
 
-/// The `index.expireRun` request: both run keys, every recorded IndexDO key and hook.
-fn index_request(store: &mut dyn Store, record: &Record, run_id: &str, due_ms: i64) -> Result<Value, RpcError> {
-    let mut keys_list: Vec<Value> = run_keys(record, run_id).into_iter().map(Value::String).collect();
-    keys_list.extend(values(store, keys::RETENTION_INDEX_PREFIX)?);
-    let hooks = values(store, keys::RETENTION_HOOK_PREFIX)?;
-    Ok(Value::object([
+/// One `index` page: the run keys, ≤ 64 correlation markers and ≤ 64 hook markers.
+fn index_page(store: &mut dyn Store, record: &Record, expect: Expect, run_id: &str, due_ms: i64) -> Result<Page, RpcError> {
+    let (index_markers, more_index) = marker_page(store, keys::RETENTION_INDEX_PREFIX, INDEX_MARKER_PAGE)?;
+    let (hook_markers, more_hooks) = marker_page(store, keys::RETENTION_HOOK_PREFIX, HOOK_MARKER_PAGE)?;
+    let mut index_keys: Vec<Value> = run_keys(record, run_id).into_iter().map(Value::String).collect();
+    index_keys.extend(index_markers.iter().map(|(_, v)| v.clone()));
+    let request = Value::object([
         ("runId", Value::str(run_id)),
-        ("keys", Value::Array(keys_list)),
-        ("hooks", Value::Array(hooks)),
+        ("keys", Value::Array(index_keys)),
+        ("hooks", Value::Array(hook_markers.iter().map(|(_, v)| v.clone()).collect())),
         ("expiredAt", Value::num(due_ms as f64)),
-    ]))
+    ]);
+    let markers = index_markers.into_iter().chain(hook_markers).map(|(k, _)| k).collect();
+    Ok(Page::Index { expect, request, markers, last: !(more_index || more_hooks) })
 }
 
-/// One payload batch. Returns how many keys it deleted.
-fn payload_batch(store: &mut dyn Store, record: &mut Record, run_id: &str, now: i64) -> Result<usize, RpcError> {
-    // Two more than a batch, since the two retention keys are listed too.
+/// After an `index` page's calls: drop its markers; `streams` when it was the last page.
+pub fn commit_index(
+    store: &mut dyn Store,
+    now: i64,
+    alarm: &mut Alarm,
+    expect: &Expect,
+    markers: &[String],
+    last: bool,
+) -> Result<(), RpcError> {
+    let Some(record) = current(store, expect)? else { return Ok(()) };
+    for k in markers {
+        store.delete(k)?;
+    }
+    advance(store, now, alarm, record, last.then_some(Phase::Streams), Map::new())
+}
+
+/// After a `streams` page: the registry's cumulative count; `queues` when it is done.
+pub fn commit_streams(
+    store: &mut dyn Store,
+    now: i64,
+    alarm: &mut Alarm,
+    expect: &Expect,
+    deleted: f64,
+    done: bool,
+) -> Result<(), RpcError> {
+    let Some(record) = current(store, expect)? else { return Ok(()) };
+    let extra = Map::from([("deletedStreams".to_string(), Value::num(deleted))]);
+    advance(store, now, alarm, record, done.then_some(Phase::Queues), extra)
+}
+
+/// After `expireRun` on `shard`: add the delta of its cumulative `deleted`; when `done`,
+/// keep its receipt for acknowledgement (spec-0.4 `retention.md` §2).
+pub fn commit_queue_expire(
+    store: &mut dyn Store,
+    now: i64,
+    alarm: &mut Alarm,
+    expect: &Expect,
+    shard: u32,
+    deleted: f64,
+    done: bool,
+    receipt: Value,
+) -> Result<(), RpcError> {
+    let Some(record) = current(store, expect)? else { return Ok(()) };
+    let mut progress: Progress = get_json(store, keys::RETENTION_PROGRESS)?.unwrap_or_default();
+    if progress.queue_shard != shard || progress.pending_ack.is_some() {
+        return Ok(());
+    }
+    if deleted < progress.queue_shard_deleted {
+        let run_id = to_js_string(record.get("runId"));
+        return Err(RpcError::error(format!("queue shard {shard} regressed expiry receipt for {run_id}")));
+    }
+    let delta = deleted - progress.queue_shard_deleted;
+    let total = record.num("deletedQueueMessages").filter(|n| n.is_finite()).unwrap_or(0.0) + delta;
+    progress.queue_shard_deleted = deleted;
+    if done {
+        progress.pending_ack = Some(PendingAck { queue_shard: shard, receipt });
+    }
+    put_json(store, keys::RETENTION_PROGRESS, &progress)?;
+    let extra = Map::from([("deletedQueueMessages".to_string(), Value::num(total))]);
+    advance(store, now, alarm, record, None, extra)
+}
+
+/// After the receipt of `shard` was acknowledged: go on with the next shard.
+pub fn commit_queue_ack(store: &mut dyn Store, now: i64, alarm: &mut Alarm, expect: &Expect, shard: u32) -> Result<(), RpcError> {
+    let Some(record) = current(store, expect)? else { return Ok(()) };
+    let progress: Progress = get_json(store, keys::RETENTION_PROGRESS)?.unwrap_or_default();
+    if progress.pending_ack.as_ref().map(|p| p.queue_shard) != Some(shard) {
+        return Ok(());
+    }
+    put_json(store, keys::RETENTION_PROGRESS, &Progress { queue_shard: shard + 1, queue_shard_deleted: 0.0, pending_ack: None })?;
+    advance(store, now, alarm, record, None, Map::new())
+}
+
+/// One payload page: delete up to [`PAYLOAD_BATCH`] keys (never the record or the
+/// tombstone) and refresh the tombstone; a page that finds nothing tombstones the record.
+/// The record is kept (embedded in the tombstone too), so the admin methods still answer
+/// with it (spec-0.4 README, proposed design).
+fn payload_page(store: &mut dyn Store, now: i64, alarm: &mut Alarm, mut record: Record) -> Result<(), RpcError> {
     let listed = store.list_keys(&ListOptions::default().limit(PAYLOAD_BATCH + 3))?;
     let doomed: Vec<String> =
         listed.into_iter().filter(|k| k != keys::RETENTION_CLEANUP && k != keys::RETENTION_TOMBSTONE).take(PAYLOAD_BATCH).collect();
-    let mut tombstone = Map::new();
-    tombstone.insert("version".into(), Value::num(1));
-    tombstone.insert("runId".into(), Value::str(run_id));
-    for (member, from) in [("terminalStatus", "terminalStatus"), ("completedAt", "completedAt"), ("expiredAt", "dueAt")] {
-        tombstone.insert(member.into(), record.get(from).cloned().unwrap_or(Value::Null));
+    if doomed.is_empty() {
+        record.0.insert("phase".into(), Value::str(Phase::Tombstoned.name()));
+        record.0.insert("attempts".into(), Value::num(0));
+        record.0.remove("lastError");
+        record.0.insert("tombstonedAt".into(), Value::date(now));
+        let record = save_next(store, record)?;
+        put_json(store, keys::RETENTION_TOMBSTONE, &Value::Object(tombstone_for(&record, Value::date(now))))?;
+        alarm.delete();
+        return Ok(());
     }
-    tombstone.insert("tombstonedAt".into(), Value::date(now));
-    put_json(store, keys::RETENTION_TOMBSTONE, &Value::Object(tombstone))?;
+    put_json(store, keys::RETENTION_TOMBSTONE, &Value::Object(tombstone_for(&record, Value::date(now))))?;
     for k in &doomed {
         store.delete(k)?;
     }
-    if !doomed.is_empty() {
-        let total = record.num("deletedPayloadKeys").filter(|n| n.is_finite()).unwrap_or(0.0) + doomed.len() as f64;
-        record.0.insert("deletedPayloadKeys".into(), Value::num(total));
-        record.0.remove("lastError");
-        record.save(store, keys::RETENTION_CLEANUP)?;
-    }
-    Ok(doomed.len())
+    let total = record.num("deletedPayloadKeys").filter(|n| n.is_finite()).unwrap_or(0.0) + doomed.len() as f64;
+    record.0.insert("deletedPayloadKeys".into(), Value::num(total));
+    record.0.remove("lastError");
+    save_next(store, record)?;
+    alarm.set(now + 1);
+    Ok(())
 }
 
-/// Advance the loop through every phase that needs only this object's storage, and say
-/// what to do next (retention.md §3 steps 1–2 and 6; 3–5 are returned as [`Step`]s).
-pub fn next_step(store: &mut dyn Store, now: i64, alarm: &mut Alarm) -> Result<Step, RpcError> {
-    loop {
-        let Some(mut record) = load(store)? else {
-            alarm.delete();
-            return Ok(Step::Stop);
-        };
-        let run_id = to_js_string(record.get("runId"));
-        let due_ms = record.date("dueAt").unwrap_or(0);
-        let phase =
-            Phase::of(&record).ok_or_else(|| RpcError::error(format!("unknown cleanup phase {}", to_js_string(record.get("phase")))))?;
-        match phase {
-            Phase::Tombstoned => {
-                alarm.delete();
-                return Ok(Step::Stop);
-            }
-            Phase::Retained => {
-                if record.date("dueAt").is_some_and(|d| d > now) {
-                    alarm.set(due_ms);
-                    return Ok(Step::Stop);
-                }
-                change_phase(store, Phase::Retained, Phase::Index, Map::new())?;
-            }
-            Phase::Index => {
-                return Ok(Step::Index { request: index_request(store, &record, &run_id, due_ms)? });
-            }
-            Phase::Streams => return Ok(Step::Streams { run_id, due_ms }),
-            Phase::Queues => {
-                let shards = record.num("queueShards").unwrap_or(f64::NAN);
-                let shards = if shards > 0.0 { shards.ceil().min(f64::from(MAX_QUEUE_SHARDS)) as u32 } else { 0 };
-                let progress = store.get(keys::RETENTION_QUEUES_PROGRESS)?.and_then(|t| serde_json::from_str::<Value>(&t).ok());
-                let member =
-                    |k: &str| progress.as_ref().and_then(|p| p.get(k)).and_then(Value::as_f64).filter(|n| n.is_finite() && *n >= 0.0);
-                let from = member("next").map_or(0, |n| n.min(f64::from(shards)) as u32);
-                let purged = member("purged").unwrap_or(0.0);
-                return Ok(Step::Queues { run_id, due_ms, shards, from, purged });
-            }
-            Phase::Payload => {
-                if payload_batch(store, &mut record, &run_id, now)? > 0 {
-                    alarm.set(now + 1);
-                    return Ok(Step::Stop);
-                }
-                let mut extra = Map::new();
-                extra.insert("tombstonedAt".into(), Value::date(now));
-                change_phase(store, Phase::Payload, Phase::Tombstoned, extra)?;
-                alarm.delete();
-            }
-        }
+/// Record a failed page planned for `expect`: count it, keep the message, bump the
+/// generation, retry after a capped exponential backoff (1 s, 2 s, 4 s, … 1 h). A failure
+/// of a stale generation is ignored.
+pub fn record_failure(store: &mut dyn Store, now: i64, expect: &Expect, message: &str, alarm: &mut Alarm) -> Result<(), RpcError> {
+    let Some(mut record) = current(store, expect)? else { return Ok(()) };
+    if expect.phase == Phase::Tombstoned {
+        return Ok(());
     }
+    let attempts = record.num("attempts").filter(|n| n.is_finite()).unwrap_or(0.0) + 1.0;
+    record.0.insert("attempts".into(), Value::num(attempts));
+    record.0.insert("lastError".into(), Value::str(message));
+    record.0.insert("lastAttemptAt".into(), Value::date(now));
+    save_next(store, record)?;
+    alarm.set(now.saturating_add(backoff(attempts)));
+    Ok(())
+}
+
+/// `min(1 h, 1000 · 2^min(attempts − 1, 12))`.
+pub fn backoff(attempts: f64) -> i64 {
+    let exponent = (attempts - 1.0).clamp(0.0, 12.0) as u32;
+    (1000i64 << exponent).min(MAX_RETRY_DELAY_MS)
 }

@@ -7,7 +7,7 @@ use std::future::Future;
 use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 
-use super::driver::{cleanup_now, run_and_record, CleanupHost};
+use super::driver::{cleanup_now, enforce_retention, run_page, CleanupHost};
 use super::CleanupArgs;
 use crate::config::Config;
 use crate::facade::Target;
@@ -164,8 +164,29 @@ impl World {
             self.now.set(at);
         }
         self.run_alarm.set(None);
-        block_on(run_and_record(self)).expect("the alarm never fails");
+        block_on(run_page(self)).expect("the alarm never fails");
         true
+    }
+
+    /// Fire alarms until `stop` holds for the cleanup status (at most `max` alarms).
+    fn fire_until(&self, max: usize, stop: impl Fn(&Value) -> bool) {
+        for _ in 0..max {
+            if stop(&self.status()) {
+                return;
+            }
+            assert!(self.fire_alarm(), "no alarm left: {}", self.status().to_json().unwrap());
+        }
+        panic!("not reached after {max} alarms: {}", self.status().to_json().unwrap());
+    }
+
+    /// Fire alarms while the terminal cleanup is pending.
+    fn finish_terminal_cleanup(&self) {
+        let mut n = 0;
+        while self.run.borrow().data.contains_key(crate::run::keys::TERMINAL_CLEANUP) {
+            assert!(self.fire_alarm());
+            n += 1;
+            assert!(n < 20);
+        }
     }
 
     /// A terminal run that left a hook, a stream, a delayed queue message and index keys
@@ -232,28 +253,58 @@ fn phase(v: &Value) -> &str {
     member(v, "phase").and_then(Value::as_str).unwrap_or("")
 }
 
+fn date(v: &Value, key: &str) -> i64 {
+    match member(v, key) {
+        Some(Value::Date(Some(ms))) => *ms,
+        other => panic!("no date {key}: {other:?}"),
+    }
+}
+
+fn hook_created(w: &World, hook_id: &str, token: &str, claim: Option<&str>) -> Value {
+    let claim = claim.map(|c| format!(r#","hookClaimId":"{c}""#)).unwrap_or_default();
+    let req = format!(
+        r#"{{"runId":"{RUN}","data":{{"eventType":"hook_created","specVersion":6,"correlationId":"{hook_id}","eventData":{{"token":"{token}"}}}},"tokenHolder":null{claim},"cleanup":{{"retentionMs":0,"queueShards":1}}}}"#
+    );
+    w.run_call("applyEvent", vec![v(&req)]).unwrap()
+}
+
+fn raw_apply(w: &World, data: &str, retention_ms: i64) -> Value {
+    let req = format!(r#"{{"runId":"{RUN}","data":{data},"cleanup":{{"retentionMs":{retention_ms},"queueShards":1}}}}"#);
+    w.run_call("applyEvent", vec![v(&req)]).unwrap()
+}
+
+const CREATED: &str = r#"{"eventType":"run_created","specVersion":6,"eventData":{"deploymentId":"dep","workflowName":"wf","input":null}}"#;
+const STARTED: &str = r#"{"eventType":"run_started","specVersion":6}"#;
+const COMPLETED: &str = r#"{"eventType":"run_completed","specVersion":6,"eventData":{"output":null}}"#;
+const FAILED: &str = r#"{"eventType":"run_failed","specVersion":6,"eventData":{"error":"boom"}}"#;
+
 #[test]
 fn terminal_run_is_retained_then_cleaned_everywhere() {
     let w = World::new();
     w.populate(1000);
     let record = w.status();
     assert_eq!(phase(&record), "retained");
-    let due = match member(&record, "dueAt") {
-        Some(Value::Date(Some(ms))) => *ms,
-        _ => panic!(),
-    };
+    assert_eq!(member(&record, "reason"), Some(&Value::str("terminal-retention")));
+    assert_eq!(member(&record, "status"), Some(&Value::str("completed")));
+    assert_eq!(num(&record, "generation"), 0.0);
+    // The terminal cleanup runs first (now + 1), then re-arms the retention deadline.
+    assert!(w.run_alarm.get().is_some_and(|at| at < w.now.get() + 1));
+    w.finish_terminal_cleanup();
+    let due = date(&record, "dueAt");
     assert_eq!(w.run_alarm.get(), Some(due));
     // Readable until due.
     assert_eq!(member(&w.run_call("getRun", vec![]).unwrap(), "ok"), Some(&Value::Bool(true)));
 
-    // The alarm runs the phases; a payload batch at a time.
+    // One page per alarm.
     let mut alarms = 0;
     while w.fire_alarm() {
         alarms += 1;
-        assert!(alarms < 10, "cleanup does not finish");
+        assert!(alarms < 20, "cleanup does not finish");
     }
     let record = w.status();
     assert_eq!(phase(&record), "tombstoned", "{}", record.to_json().unwrap());
+    // retained→index, index→streams, streams→queues, 2 × (expire, ack), →payload, payload, tombstoned.
+    assert_eq!(num(&record, "generation"), 10.0);
     assert_eq!(num(&record, "deletedStreams"), 1.0);
     assert_eq!(num(&record, "deletedQueueMessages"), 1.0);
     assert!(num(&record, "deletedPayloadKeys") > 10.0);
@@ -261,7 +312,7 @@ fn terminal_run_is_retained_then_cleaned_everywhere() {
     assert!(member(&record, "tombstonedAt").is_some());
     assert_eq!(w.run_alarm.get(), None);
 
-    // Nothing of the run is left but the two retention keys.
+    // Nothing of the run is left but the record and the tombstone (which embeds it).
     assert_eq!(w.run_keys(), ["retention:cleanup", "retention:tombstone"]);
     assert_eq!(w.peer_keys(Binding::Index, "index"), [format!("expired:{RUN}")]);
     assert_eq!(w.peer_keys(Binding::Streams, &format!("run-streams:{RUN}")), ["registry:expired", "registry:owner"]);
@@ -271,10 +322,12 @@ fn terminal_run_is_retained_then_cleaned_everywhere() {
         assert_eq!((num(&stats, "pending"), num(&stats, "inflight"), num(&stats, "deadLetters")), (0.0, 0.0, 0.0), "{shard}");
     }
 
-    // Reads and writes are fenced; late writes elsewhere cannot resurrect anything.
+    // Reads and writes are fenced; the tombstone carries `status` and the final record.
     let read = w.run_call("getRun", vec![]).unwrap();
     assert_eq!(member(&read, "code"), Some(&Value::str("RUN_EXPIRED")));
-    assert!(member(&read, "tombstone").is_some());
+    let tombstone = member(&read, "tombstone").unwrap();
+    assert_eq!(member(tombstone, "status"), Some(&Value::str("completed")));
+    assert_eq!(member(tombstone, "cleanup"), Some(&record));
     let write =
         w.run_call("applyEvent", vec![v(&format!(r#"{{"runId":"{RUN}","data":{{"eventType":"run_started","specVersion":6}}}}"#))]).unwrap();
     assert_eq!(member(&write, "code"), Some(&Value::str("RUN_EXPIRED")));
@@ -286,10 +339,12 @@ fn terminal_run_is_retained_then_cleaned_everywhere() {
     let refused = w.peer(Binding::Queue, "q:0", "enqueue", vec![enqueue]).unwrap();
     assert_eq!(member(&refused, "code"), Some(&Value::str("RUN_EXPIRED")));
     assert!(w.peer(Binding::Streams, "stream:out", "writeChunk", vec![Value::str(RUN), Value::Bytes(vec![9])]).is_err());
-
-    // The tombstone holds no payload.
     let tombstone = w.run.borrow().text("retention:tombstone").unwrap().to_string();
     assert!(!tombstone.contains("AQID") && !tombstone.contains("Aw=="), "{tombstone}");
+    // The admin methods answer with the kept record (0.3's answers).
+    assert_eq!(w.run_call("scheduleCleanup", vec![v(r#"{"retentionMs":5,"queueShards":1}"#)]).unwrap(), record);
+    assert_eq!(w.run_call("rearmCleanup", vec![]).unwrap(), record);
+    assert_eq!(w.run_alarm.get(), None);
 }
 
 #[test]
@@ -299,58 +354,67 @@ fn reads_are_fenced_once_due_even_before_the_alarm() {
     w.tick(2000);
     let read = w.run_call("getRun", vec![]).unwrap();
     assert_eq!(member(&read, "code"), Some(&Value::str("RUN_EXPIRED")));
+    // The synthesized tombstone: tombstoned at the due time, with the record.
+    let tombstone = member(&read, "tombstone").unwrap();
+    assert_eq!(member(tombstone, "tombstonedAt"), member(tombstone, "expiredAt"));
+    assert_eq!(member(tombstone, "cleanup").map(phase), Some("tombstoned"));
     // The record has not moved: only time fenced it.
     assert_eq!(phase(&w.status()), "retained");
 }
 
 #[test]
-fn payload_is_deleted_in_batches_of_256_one_alarm_each() {
+fn payload_is_deleted_in_pages_of_128_one_alarm_each() {
     let w = World::new();
     w.populate(1000);
-    // Bulk up the payload: 600 extra keys (as if many events had been written).
-    for i in 0..600 {
+    w.finish_terminal_cleanup();
+    w.fire_until(20, |r| phase(r) == "payload");
+    for i in 0..300 {
         w.run.borrow_mut().put(&format!("event:bulk{i:04}"), "{}").unwrap();
     }
     let total_before = w.run_keys().len() - 1; // all but retention:cleanup
-    let mut payload_alarms = 0;
+    let mut pages = 0;
     while w.fire_alarm() {
+        pages += 1;
         let record = w.status();
         if phase(&record) == "payload" {
-            payload_alarms += 1;
-            assert_eq!(num(&record, "deletedPayloadKeys"), (256 * payload_alarms).min(total_before) as f64);
-            // The next batch is one millisecond away.
+            assert_eq!(num(&record, "deletedPayloadKeys"), (128 * pages).min(total_before) as f64);
             assert!(w.run_alarm.get().is_some_and(|at| at <= w.now.get() + 1));
         }
-        assert!(payload_alarms < 10);
+        assert!(pages < 10);
     }
     let record = w.status();
     assert_eq!(phase(&record), "tombstoned");
     assert_eq!(num(&record, "deletedPayloadKeys"), total_before as f64);
-    assert_eq!(payload_alarms, total_before.div_ceil(256));
+    assert_eq!(pages, total_before.div_ceil(128) + 1, "one more page finds nothing and tombstones");
 }
 
 #[test]
-fn failed_phase_is_recorded_with_backoff_and_resumed() {
+fn failed_page_is_recorded_with_backoff_and_resumed() {
     let w = World::new();
     w.populate(1000);
+    w.finish_terminal_cleanup();
     *w.failing.borrow_mut() = Some("q:".into());
+    w.fire_until(10, |r| member(r, "lastError").is_some());
     let mut delays = Vec::new();
-    for _ in 0..3 {
-        w.fire_alarm();
+    for i in 0..3 {
+        if i > 0 {
+            w.fire_alarm();
+        }
         let record = w.status();
         assert_eq!(phase(&record), "queues");
         assert_eq!(member(&record, "lastError"), Some(&Value::str("injected failure at q:0")));
-        let last = match member(&record, "lastAttemptAt") {
-            Some(Value::Date(Some(ms))) => *ms,
-            _ => panic!(),
-        };
-        delays.push(w.run_alarm.get().unwrap() - last);
+        delays.push(w.run_alarm.get().unwrap() - date(&record, "lastAttemptAt"));
     }
     assert_eq!(delays, [1000, 2000, 4000]);
     assert_eq!(num(&w.status(), "attempts"), 3.0);
-    // Index and streams were not redone: each phase persisted before the next.
+    // Index and streams were not redone: each page persisted before the next.
     let index_calls = w.calls.borrow().iter().filter(|c| c.ends_with("index.expireRun")).count();
     assert_eq!(index_calls, 1);
+    // A late failure report for a generation that moved on is ignored.
+    let stale = super::phases::Expect { phase: super::Phase::Queues, generation: 0.0 };
+    let before = w.status();
+    block_on(w.transact(|s, now, alarm| super::phases::record_failure(s, now, &stale, "late", alarm))).unwrap();
+    assert_eq!(w.status(), before);
 
     *w.failing.borrow_mut() = None;
     while w.fire_alarm() {}
@@ -365,31 +429,24 @@ fn failed_phase_is_recorded_with_backoff_and_resumed() {
 fn backoff_is_capped_at_an_hour() {
     let w = World::new();
     w.populate(1000);
+    w.finish_terminal_cleanup();
     *w.failing.borrow_mut() = Some("index".into());
-    for _ in 0..15 {
-        w.fire_alarm();
-    }
+    w.fire_until(30, |r| num(r, "attempts") == 15.0);
     let record = w.status();
-    let last = match member(&record, "lastAttemptAt") {
-        Some(Value::Date(Some(ms))) => *ms,
-        _ => panic!(),
-    };
-    assert_eq!(num(&record, "attempts"), 15.0);
-    assert_eq!(w.run_alarm.get().unwrap() - last, 3_600_000);
+    assert_eq!(w.run_alarm.get().unwrap() - date(&record, "lastAttemptAt"), 3_600_000);
 }
 
 #[test]
 fn a_stream_owned_by_another_run_blocks_the_streams_phase() {
     let w = World::new();
     w.populate(1000);
-    // Another run owns "shared"; this run's registry lists it anyway.
     w.peer(Binding::Streams, "stream:shared", "writeChunk", vec![Value::str("wrun_other"), Value::Bytes(vec![1])]).unwrap();
     w.peer(Binding::Streams, &format!("run-streams:{RUN}"), "registerStream", vec![Value::str(RUN), Value::str("shared")]).unwrap();
-    w.fire_alarm();
+    w.finish_terminal_cleanup();
+    w.fire_until(10, |r| member(r, "lastError").is_some());
     let record = w.status();
     assert_eq!(phase(&record), "streams");
     assert_eq!(member(&record, "lastError"), Some(&Value::str("Stream is owned by workflow run \"wrun_other\"")));
-    // Reads are fenced by time all the same.
     assert_eq!(member(&w.run_call("getRun", vec![]).unwrap(), "code"), Some(&Value::str("RUN_EXPIRED")));
 }
 
@@ -397,35 +454,30 @@ fn a_stream_owned_by_another_run_blocks_the_streams_phase() {
 fn schedule_cleanup_edge_cases() {
     let args = |ms: &str| vec![v(&format!(r#"{{"retentionMs":{ms},"queueShards":3}}"#))];
     let w = World::new();
-    // No run at all.
     assert_eq!(w.run_call("scheduleCleanup", args("1000")).unwrap(), Value::Null);
-    w.apply(r#"{"eventType":"run_created","specVersion":6,"eventData":{"deploymentId":"dep","workflowName":"wf","input":null}}"#, 0);
-    // Not terminal.
+    w.apply(CREATED, 0);
     assert_eq!(w.run_call("scheduleCleanup", args("1000")).unwrap(), Value::Null);
     w.apply(r#"{"eventType":"run_cancelled","specVersion":6}"#, 0);
     assert_eq!(w.status(), Value::Null, "retention disabled: no record");
-    // retentionMs 0: the current record (none).
-    assert_eq!(w.run_call("scheduleCleanup", args("0")).unwrap(), Value::Null);
+    // While the terminal cleanup is pending, a new schedule arms now + 1.
     let record = w.run_call("scheduleCleanup", args("1000")).unwrap();
+    assert_eq!(w.run_alarm.get(), Some(w.now.get() + 1));
+    assert_eq!(member(&record, "reason"), Some(&Value::str("manual")));
+    assert_eq!(member(&record, "status"), Some(&Value::str("cancelled")));
     assert_eq!(phase(&record), "retained");
     assert_eq!(num(&record, "queueShards"), 3.0);
-    let due = match member(&record, "dueAt") {
-        Some(Value::Date(Some(ms))) => *ms,
-        _ => panic!(),
-    };
+    w.finish_terminal_cleanup();
+    let due = date(&record, "dueAt");
     assert_eq!(w.run_alarm.get(), Some(due));
     let run = w.run_call("getRun", vec![]).unwrap();
     assert_eq!(run.get("value").and_then(|r| r.get("expiredAt")), Some(&Value::date(due)));
-    // Existing record: unchanged, whatever the arguments.
     assert_eq!(w.run_call("scheduleCleanup", args("5")).unwrap(), record);
     assert_eq!(w.run_call("scheduleCleanup", args("0")).unwrap(), record);
-    // rearm: max(now + 1, dueAt).
     assert_eq!(w.run_call("rearmCleanup", vec![]).unwrap(), record);
     assert_eq!(w.run_alarm.get(), Some(due));
     w.tick(5000);
     w.run_call("rearmCleanup", vec![]).unwrap();
     assert_eq!(w.run_alarm.get(), Some(w.now.get() + 1));
-    // A missing argument fails like the reference's member read.
     assert_eq!(
         w.run_call("scheduleCleanup", vec![]).unwrap_err(),
         RpcError::type_error("Cannot read properties of undefined (reading 'retentionMs')")
@@ -435,8 +487,9 @@ fn schedule_cleanup_edge_cases() {
 #[test]
 fn schedule_with_a_past_due_time_arms_now_plus_one() {
     let w = World::new();
-    w.apply(r#"{"eventType":"run_created","specVersion":6,"eventData":{"deploymentId":"dep","workflowName":"wf","input":null}}"#, 0);
+    w.apply(CREATED, 0);
     w.apply(r#"{"eventType":"run_cancelled","specVersion":6}"#, 0);
+    w.finish_terminal_cleanup();
     w.tick(10_000);
     let record = w.run_call("scheduleCleanup", vec![v(r#"{"retentionMs":5}"#)]).unwrap();
     assert!(member(&record, "queueShards").is_none(), "no default queueShards here");
@@ -444,20 +497,23 @@ fn schedule_with_a_past_due_time_arms_now_plus_one() {
 }
 
 #[test]
-fn cleanup_now_runs_the_loop_before_answering() {
+fn cleanup_now_runs_one_page() {
     let w = World::new();
     w.populate(0);
     assert_eq!(w.status(), Value::Null);
     let record = w.run_call("cleanupNow", vec![v(r#"{"retentionMs":1,"queueShards":2}"#)]).unwrap();
-    // The first payload batch ran; the alarm finishes.
-    assert_eq!(phase(&record), "payload", "{}", record.to_json().unwrap());
-    assert!(num(&record, "deletedPayloadKeys") > 0.0);
-    assert_eq!(num(&record, "deletedStreams"), 1.0);
-    assert_eq!(num(&record, "deletedQueueMessages"), 1.0);
+    // Scheduled (generation 0), expedited (1), one page: retained → index (2).
+    assert_eq!(phase(&record), "index", "{}", record.to_json().unwrap());
+    assert_eq!(num(&record, "generation"), 2.0);
+    assert_eq!(member(&record, "reason"), Some(&Value::str("manual")));
+    assert_eq!(member(&w.run_call("getRun", vec![]).unwrap(), "code"), Some(&Value::str("RUN_EXPIRED")));
+    let next = w.run_call("cleanupNow", vec![v(r#"{"retentionMs":1,"queueShards":2}"#)]).unwrap();
+    assert_eq!(phase(&next), "streams", "each further call advances one page");
     while w.fire_alarm() {}
     let done = w.status();
     assert_eq!(phase(&done), "tombstoned");
-    // On a tombstoned record: unchanged.
+    assert_eq!(num(&done, "deletedStreams"), 1.0);
+    assert_eq!(num(&done, "deletedQueueMessages"), 1.0);
     assert_eq!(w.run_call("cleanupNow", vec![v(r#"{"retentionMs":1,"queueShards":2}"#)]).unwrap(), done);
     assert_eq!(w.run_call("rearmCleanup", vec![]).unwrap(), done);
     assert_eq!(w.run_alarm.get(), None);
@@ -468,87 +524,56 @@ fn cleanup_now_moves_a_future_due_time_to_now() {
     let w = World::new();
     w.populate(3_600_000);
     let record = w.run_call("cleanupNow", vec![v(r#"{"retentionMs":3600000,"queueShards":2}"#)]).unwrap();
-    assert_eq!(phase(&record), "payload");
-    let due = match member(&record, "dueAt") {
-        Some(Value::Date(Some(ms))) => *ms,
-        _ => panic!(),
-    };
-    assert!(due < T0 + 3_600_000);
+    assert_eq!(phase(&record), "index");
+    assert!(date(&record, "dueAt") < T0 + 3_600_000);
 }
 
 #[test]
 fn cleanup_now_on_a_live_run_does_nothing() {
     let w = World::new();
-    w.apply(r#"{"eventType":"run_created","specVersion":6,"eventData":{"deploymentId":"dep","workflowName":"wf","input":null}}"#, 0);
+    w.apply(CREATED, 0);
     assert_eq!(w.run_call("cleanupNow", vec![v(r#"{"retentionMs":2000,"queueShards":1}"#)]).unwrap(), Value::Null);
     assert_eq!(w.status(), Value::Null);
     assert_eq!(w.run_call("rearmCleanup", vec![]).unwrap(), Value::Null);
     assert_eq!(w.run_alarm.get(), None);
 }
 
-/// `cleanupNow` with `queueShards: 1e9` (capped at 1024 shards) visits at most
-/// QUEUE_SHARDS_PER_STEP shards in the call itself; the alarm continues in steps of the
-/// same size, and the finished record is the one an unpaged run gives.
+/// `queueShards: 1e9` is capped at 1024 shards, one `expireRun` per page.
 #[test]
-fn cleanup_now_visits_queue_shards_in_bounded_steps() {
-    use super::phases::{MAX_QUEUE_SHARDS, QUEUE_SHARDS_PER_STEP};
+fn queue_shards_are_visited_one_page_each() {
+    use super::phases::MAX_QUEUE_SHARDS;
     let queue_calls = |w: &World| w.calls.borrow().iter().filter(|c| c.contains(".expireRun") && c.contains("/q:")).count();
-    let finished = |shards: &str| {
-        let w = World::new();
-        w.populate(0);
-        let far = v(&format!(
-            r#"{{"messageId":"msg_far","queueName":"q","pathname":"flow","body":"{{}}","runId":"{RUN}","delaySeconds":60,"config":{{"targetBaseUrl":"http://127.0.0.1:1","queueShards":1024}}}}"#
-        ));
-        w.peer(Binding::Queue, "q:700", "enqueue", vec![far]).unwrap();
-        w.calls.borrow_mut().clear();
-        let record = w.run_call("cleanupNow", vec![v(&format!(r#"{{"retentionMs":1,"queueShards":{shards}}}"#))]).unwrap();
-        let first_call = queue_calls(&w);
-        let mut steps = 1;
-        while w.fire_alarm() {
-            steps += 1;
-            assert!(queue_calls(&w) <= steps * QUEUE_SHARDS_PER_STEP as usize);
-            assert!(steps < 200);
-        }
-        assert!(!w.run_keys().iter().any(|k| k.as_str() == crate::run::keys::RETENTION_QUEUES_PROGRESS));
-        (record, first_call, queue_calls(&w), w.status())
-    };
-    let (record, first_call, total, done) = finished("1e9");
-    assert_eq!(first_call, QUEUE_SHARDS_PER_STEP as usize);
-    assert_eq!(phase(&record), "queues", "{}", record.to_json().unwrap());
-    assert_eq!(total, MAX_QUEUE_SHARDS as usize);
+    let w = World::new();
+    w.populate(0);
+    let far = v(&format!(
+        r#"{{"messageId":"msg_far","queueName":"q","pathname":"flow","body":"{{}}","runId":"{RUN}","delaySeconds":60,"config":{{"targetBaseUrl":"http://127.0.0.1:1","queueShards":1024}}}}"#
+    ));
+    w.peer(Binding::Queue, "q:700", "enqueue", vec![far]).unwrap();
+    w.calls.borrow_mut().clear();
+    w.run_call("cleanupNow", vec![v(r#"{"retentionMs":1,"queueShards":1e9}"#)]).unwrap();
+    let mut pages = 0;
+    while w.fire_alarm() {
+        pages += 1;
+        assert!(queue_calls(&w) <= pages);
+        assert!(pages < 3000);
+    }
+    assert!(!w.run_keys().iter().any(|k| k.as_str() == crate::run::keys::RETENTION_PROGRESS));
+    assert_eq!(queue_calls(&w), MAX_QUEUE_SHARDS as usize);
+    let done = w.status();
     assert_eq!(phase(&done), "tombstoned");
     assert_eq!(num(&done, "deletedQueueMessages"), 2.0);
-    // The same run cleaned with a shard count that fits one step.
-    let (_, first_call, total, small) = finished("2");
-    assert_eq!((first_call, total), (2, 2));
-    assert_eq!(num(&small, "deletedQueueMessages"), 1.0);
-    assert_eq!(num(&done, "deletedPayloadKeys"), num(&small, "deletedPayloadKeys"));
-    assert_eq!(num(&done, "deletedStreams"), num(&small, "deletedStreams"));
 }
 
 #[test]
 fn index_phase_expires_the_shards_and_the_archive() {
     let w = World::new();
     w.populate(1000);
-    // The same run as the facade would have indexed it after the upgrade: its catalog keys
-    // and its hook claims on the shards.
     let record = w.status();
-    let created = match member(&record, "createdAt") {
-        Some(Value::Date(Some(ms))) => *ms,
-        _ => panic!("no createdAt"),
-    };
+    let created = date(&record, "createdAt");
     let catalog = Target::Catalog(crate::shard::run_catalog(RUN));
     let meta = Value::str(format!(r#"{{"runId":"{RUN}"}}"#));
     for key in [format!("run:wf:{created:013}:{RUN}"), format!("runall:{created:013}:{RUN}")] {
         w.index_peer(&catalog, "upsertKey", vec![Value::str(RUN), Value::str(key), meta.clone()]).unwrap();
-    }
-    let owner = v(&format!(r#"{{"runId":"{RUN}","hookId":"h1"}}"#));
-    let tokens = Target::HookTokens(crate::shard::hook_token("tok"));
-    let ids = Target::HookIds(crate::shard::hook_id("h1"));
-    for (target, key) in [(&tokens, "tok"), (&ids, "h1")] {
-        let out = w.index_peer(target, "reserve", vec![Value::str(key), owner.clone(), Value::str("c1")]).unwrap();
-        assert_eq!(member(&out, "claimed"), Some(&Value::Bool(true)));
-        assert!(!w.index_keys(target).is_empty());
     }
     assert_eq!(w.index_keys(&catalog).len(), 2);
     while w.fire_alarm() {}
@@ -556,10 +581,219 @@ fn index_phase_expires_the_shards_and_the_archive() {
     let left = w.index_keys(&catalog);
     assert!(left.contains(&format!("expired:{RUN}")), "{left:?}");
     assert!(!left.iter().any(|k| k.starts_with("run:") || k.starts_with("runall:")), "{left:?}");
-    assert_eq!(w.index_keys(&tokens), Vec::<String>::new());
-    assert_eq!(w.index_keys(&ids), Vec::<String>::new());
     assert_eq!(w.peer_keys(Binding::Index, "index"), [format!("expired:{RUN}")], "the archive too");
-    // A late facade upsert is refused behind the catalog fence.
     let late = w.index_peer(&catalog, "upsertKey", vec![Value::str(RUN), Value::str("runall:1:x"), meta]).unwrap();
     assert_eq!(member(&late, "stored"), Some(&Value::Bool(false)));
+}
+
+/// Hooks by admission: a 0.3 hook is released by the client (`releasedHooks`), a 0.4 hook
+/// (admitted with a `hookClaimId`) by the terminal cleanup; both hook entities are gone at
+/// once, and the alarm releases every marker's shard entries.
+#[test]
+fn terminal_cleanup_releases_hooks_by_admission() {
+    let w = World::new();
+    raw_apply(&w, CREATED, 0);
+    raw_apply(&w, STARTED, 0);
+    let tokens = |t: &str| Target::HookTokens(crate::shard::hook_token(t));
+    for (hook_id, token, claim) in [("h03", "tok-03", None), ("h04", "tok-04", Some("c-04"))] {
+        let owner = v(&format!(r#"{{"runId":"{RUN}","hookId":"{hook_id}"}}"#));
+        let out = w.index_peer(&tokens(token), "reserve", vec![Value::str(token), owner, Value::str("claim")]).unwrap();
+        assert_eq!(member(&out, "claimed"), Some(&Value::Bool(true)));
+        let created = hook_created(&w, hook_id, token, claim);
+        assert!(created.get("hook").is_some(), "{}", created.to_json().unwrap());
+    }
+    raw_apply(
+        &w,
+        r#"{"eventType":"wait_created","specVersion":6,"correlationId":"w1","eventData":{"resumeAt":{"__type":"Date","iso":"2099-01-01T00:00:00.000Z"}}}"#,
+        0,
+    );
+    let done = raw_apply(&w, COMPLETED, 0);
+    assert_eq!(done.get("releasedHooks"), Some(&v(r#"[{"hookId":"h03","token":"tok-03"}]"#)));
+    let listed = w.run_call("listHooks", vec![v(r#"{"limit":100}"#)]).unwrap();
+    assert_eq!(listed.get("value").and_then(|p| p.get("data")), Some(&Value::Array(vec![])));
+    assert!(!w.run_keys().iter().any(|k| k.starts_with("wait:")));
+    assert!(w.run_alarm.get().is_some_and(|at| at <= w.now.get()));
+    let lifecycle = w.run_call("getLifecycleStatus", vec![]).unwrap();
+    assert_eq!(lifecycle, Value::str("terminal"));
+    for token in ["tok-03", "tok-04"] {
+        assert!(!w.index_keys(&tokens(token)).is_empty(), "{token} still claimed");
+    }
+    w.finish_terminal_cleanup();
+    for token in ["tok-03", "tok-04"] {
+        assert_eq!(w.index_keys(&tokens(token)), Vec::<String>::new(), "{token} released by the alarm");
+    }
+    assert_eq!(w.run_keys().iter().filter(|k| k.starts_with("retention:hook:")).count(), 2, "markers kept for retention");
+    assert_eq!(w.run_alarm.get(), None, "no retention record: the alarm is cleared");
+    assert_eq!(w.run_call("getLifecycleStatus", vec![]).unwrap(), Value::str("terminal"));
+    // A replayed terminal event restarts it (idempotent).
+    let again = raw_apply(&w, r#"{"eventType":"run_cancelled","specVersion":6}"#, 0);
+    assert_eq!(member(&again, "code"), Some(&Value::str("ENTITY_CONFLICT")));
+}
+
+/// The terminal cleanup pages hooks 64 at a time and waits 128 at a time (hooks an older
+/// release left in place).
+#[test]
+fn terminal_cleanup_pages_leftover_hooks_and_waits() {
+    let w = World::new();
+    raw_apply(&w, CREATED, 0);
+    raw_apply(&w, COMPLETED, 0);
+    {
+        let mut run = w.run.borrow_mut();
+        for i in 0..86 {
+            run.put(&format!("hook:h{i:03}"), &format!(r#"{{"hookId":"h{i:03}","token":"t{i:03}","runId":"{RUN}"}}"#)).unwrap();
+        }
+        for i in 0..300 {
+            run.put(&format!("wait:w{i:03}"), "{}").unwrap();
+        }
+    }
+    let count = |prefix: &str| w.run_keys().iter().filter(|k| k.starts_with(prefix)).count();
+    let mut seen = Vec::new();
+    while w.run.borrow().data.contains_key(crate::run::keys::TERMINAL_CLEANUP) {
+        w.fire_alarm();
+        seen.push((count("hook:"), count("wait:")));
+    }
+    assert_eq!(seen, [(22, 300), (0, 300), (0, 300), (0, 172), (0, 44), (0, 0)]);
+    let releases = w.calls.borrow().iter().filter(|c| c.ends_with(".releaseBatch")).count();
+    assert!(releases >= 2, "{releases}");
+}
+
+#[test]
+fn a_failed_terminal_page_keeps_its_position() {
+    let w = World::new();
+    raw_apply(&w, CREATED, 0);
+    hook_created(&w, "h1", "tok", Some("c1"));
+    raw_apply(&w, COMPLETED, 0);
+    *w.failing.borrow_mut() = Some("hook-token".into());
+    w.fire_alarm(); // hooks: nothing listed, nothing called
+    w.fire_alarm(); // markers: the release fails
+    let record: super::terminal::TerminalRecord =
+        crate::store::get_json(&mut *w.run.borrow_mut(), crate::run::keys::TERMINAL_CLEANUP).unwrap().unwrap();
+    assert_eq!(record.phase, super::terminal::TerminalPhase::Markers);
+    assert_eq!(record.attempts, 1);
+    assert_eq!(w.run_alarm.get(), Some(record.last_attempt_at.unwrap() + 1000));
+    *w.failing.borrow_mut() = None;
+    w.finish_terminal_cleanup();
+    assert_eq!(w.index_keys(&Target::HookTokens(crate::shard::hook_token("tok"))), Vec::<String>::new());
+}
+
+/// The generation counts and payload counts of the 0.4 golden `retention-040` runs: a
+/// terminal run with a 0.4 hook and a stream (T: 8 keys, generation 8), and `cleanupNow`
+/// one page after a terminal-retention record (N: phase `index` generation 2, then 9).
+#[test]
+fn generations_follow_the_pages() {
+    let w = World::new();
+    raw_apply(&w, CREATED, 1500);
+    raw_apply(&w, STARTED, 1500);
+    hook_created(&w, "ht1", "tok-t", Some("claim-t"));
+    w.peer(Binding::Streams, &format!("run-streams:{RUN}"), "registerStream", vec![Value::str(RUN), Value::str("t-out")]).unwrap();
+    w.peer(Binding::Streams, "stream:t-out", "writeChunk", vec![Value::str(RUN), Value::Bytes(vec![1])]).unwrap();
+    raw_apply(&w, COMPLETED, 1500);
+    w.finish_terminal_cleanup();
+    while w.fire_alarm() {}
+    let t = w.status();
+    assert_eq!(phase(&t), "tombstoned");
+    // run, event_sequence, 4 events, retention:queue-shards, hookevent:ht1.
+    assert_eq!((num(&t, "generation"), num(&t, "deletedPayloadKeys"), num(&t, "deletedStreams")), (8.0, 8.0, 1.0));
+
+    let n = World::new();
+    raw_apply(&n, CREATED, 1500);
+    raw_apply(&n, FAILED, 1500);
+    n.finish_terminal_cleanup();
+    let first = n.run_call("cleanupNow", vec![v(r#"{"retentionMs":1500,"queueShards":1}"#)]).unwrap();
+    assert_eq!((phase(&first), num(&first, "generation")), ("index", 2.0));
+    while n.fire_alarm() {}
+    let done = n.status();
+    assert_eq!((phase(&done), num(&done, "generation"), num(&done, "deletedPayloadKeys")), ("tombstoned", 9.0, 5.0));
+}
+
+fn enforce(w: &World, retention_ms: i64, scheduled: i64) -> Value {
+    let request = v(&format!(r#"{{"retentionMs":{retention_ms},"queueShards":1,"scheduledTime":{scheduled}}}"#));
+    block_on(enforce_retention(w, Some(&request))).unwrap()
+}
+
+#[test]
+fn enforce_retention_expires_old_runs_of_any_status() {
+    let w = World::new();
+    raw_apply(&w, CREATED, 0);
+    raw_apply(&w, STARTED, 0);
+    hook_created(&w, "ho1", "tok-old", Some("claim-o"));
+    raw_apply(
+        &w,
+        r#"{"eventType":"wait_created","specVersion":6,"correlationId":"wo1","eventData":{"resumeAt":{"__type":"Date","iso":"2099-01-01T00:00:00.000Z"}}}"#,
+        0,
+    );
+    let created = date(&w.run_call("getRun", vec![]).unwrap().get("value").cloned().unwrap(), "createdAt");
+    // Not due at the deadline minus one.
+    let early = enforce(&w, 5000, created + 4999);
+    assert_eq!(early, v(r#"{"state":"not-due","cleanup":null}"#));
+    w.tick(6000);
+    let out = enforce(&w, 5000, w.now.get());
+    assert_eq!(member(&out, "state"), Some(&Value::str("expired")));
+    let cleanup = member(&out, "cleanup").unwrap();
+    // Two inline pages: retained → index → streams.
+    assert_eq!((phase(cleanup), num(cleanup, "generation")), ("streams", 2.0));
+    assert_eq!(member(cleanup, "reason"), Some(&Value::str("maximum-age")));
+    assert_eq!(member(cleanup, "status"), Some(&Value::str("running")));
+    assert!(member(cleanup, "completedAt").is_none() && member(cleanup, "terminalStatus").is_none());
+    assert_eq!(date(cleanup, "dueAt"), created + 5000);
+    assert_eq!(num(cleanup, "queueShards"), 1.0, "the stored queue-shards of the run");
+    assert_eq!(w.run_call("getLifecycleStatus", vec![]).unwrap(), Value::str("expired"));
+    while w.fire_alarm() {}
+    let done = w.status();
+    // run, event_sequence, 4 events, queue-shards, hookevent, hook, hookcreated, wait.
+    assert_eq!((phase(&done), num(&done, "generation"), num(&done, "deletedPayloadKeys")), ("tombstoned", 8.0, 11.0));
+    let read = w.run_call("getRun", vec![]).unwrap();
+    let tombstone = member(&read, "tombstone").unwrap();
+    assert_eq!(member(tombstone, "status"), Some(&Value::str("running")));
+    assert!(member(tombstone, "completedAt").is_none());
+    // Enforcing again: expired with the tombstone's record.
+    let again = enforce(&w, 5000, w.now.get());
+    assert_eq!(member(&again, "state"), Some(&Value::str("expired")));
+    assert_eq!(member(&again, "cleanup"), Some(&done));
+    // A missing run.
+    let empty = World::new();
+    assert_eq!(enforce(&empty, 5000, T0), v(r#"{"state":"missing","cleanup":null}"#));
+}
+
+#[test]
+fn the_earlier_deadline_wins() {
+    let w = World::new();
+    raw_apply(&w, CREATED, 0);
+    let created = date(&w.run_call("getRun", vec![]).unwrap().get("value").cloned().unwrap(), "createdAt");
+    raw_apply(&w, COMPLETED, 3_600_000);
+    w.finish_terminal_cleanup();
+    let terminal_due = date(&w.status(), "dueAt");
+    let out = enforce(&w, 10, w.now.get());
+    let cleanup = member(&out, "cleanup").unwrap();
+    assert_eq!(member(cleanup, "reason"), Some(&Value::str("maximum-age")));
+    assert_eq!(member(cleanup, "status"), Some(&Value::str("completed")));
+    assert!(member(cleanup, "completedAt").is_some());
+    assert_eq!(date(cleanup, "dueAt"), created + 10);
+    assert!(created + 10 < terminal_due);
+    // An earlier terminal deadline is kept.
+    let w2 = World::new();
+    raw_apply(&w2, CREATED, 0);
+    raw_apply(&w2, COMPLETED, 1);
+    w2.finish_terminal_cleanup();
+    let record = w2.status();
+    let out = enforce(&w2, 3_600_000, w2.now.get() + 3_600_000);
+    assert_eq!(member(member(&out, "cleanup").unwrap(), "reason"), Some(&Value::str("terminal-retention")));
+    assert_eq!(member(member(&out, "cleanup").unwrap(), "dueAt"), member(&record, "dueAt"));
+}
+
+#[test]
+fn enforce_retention_validates_its_arguments() {
+    let w = World::new();
+    for (body, message) in [
+        (r#"{"retentionMs":0,"queueShards":1,"scheduledTime":1}"#, "world-celld retentionMs must be a positive safe integer"),
+        (r#"{"retentionMs":1.5,"queueShards":1,"scheduledTime":1}"#, "world-celld retentionMs must be a positive safe integer"),
+        (r#"{"retentionMs":1,"queueShards":0,"scheduledTime":1}"#, "world-celld retention queueShards must be a positive safe integer"),
+        (
+            r#"{"retentionMs":1,"queueShards":1,"scheduledTime":-1}"#,
+            "world-celld retention scheduledTime must be a non-negative safe integer",
+        ),
+    ] {
+        let err = block_on(enforce_retention(&w, Some(&v(body)))).unwrap_err();
+        assert_eq!(err.message, message);
+    }
 }

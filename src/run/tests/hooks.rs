@@ -131,3 +131,111 @@ fn terminal_run_releases_hooks_and_deletes_waits() {
     assert!(!keys.iter().any(|k| k.starts_with("hook:") || k.starts_with("hookcreated:") || k.starts_with("wait:")), "{keys:?}");
     assert!(keys.contains(&"hookevent:a".to_string()) && keys.contains(&"retention:hook:a:ta".to_string()));
 }
+
+fn create_claimed(h: &mut Harness, id: &str, token: &str, claim: &str) -> Value {
+    h.apply_with(
+        &format!(r#"{{"eventType":"hook_created","specVersion":6,"correlationId":"{id}","eventData":{{"token":"{token}"}}}}"#),
+        &format!(r#""tokenHolder":null,"hookClaimId":"{claim}""#),
+    )
+}
+
+#[test]
+fn resolve_hook_token_claim_fences_unknown_claims() {
+    let mut h = Harness::new();
+    h.start_run();
+    create_claimed(&mut h, "h1", "tok", "c-1");
+    let resolve = |h: &mut Harness, body: &str| h.call("resolveHookTokenClaim", vec![v(body)]).unwrap();
+    // The committed hook with its token: true, nothing written.
+    let before = h.keys();
+    assert_eq!(json(&resolve(&mut h, r#"{"hookId":"h1","token":"tok","claimId":"x:y"}"#)), r#"{"committed":true}"#);
+    assert_eq!(h.keys(), before);
+    // A different token, or an absent hook: false, and the claim is fenced.
+    assert_eq!(json(&resolve(&mut h, r#"{"hookId":"h1","token":"other","claimId":"a b"}"#)), r#"{"committed":false}"#);
+    assert!(h.keys().contains(&"hookclaimcancelled:a%20b".to_string()));
+    assert_eq!(json(&resolve(&mut h, r#"{"hookId":"h-none","token":"tok-none","claimId":"fence-1"}"#)), r#"{"committed":false}"#);
+    let fenced = create_claimed(&mut h, "h-none", "tok-none", "fence-1");
+    assert_fail(&fenced, "HOOK_CLAIM_CANCELLED", r#"Hook reservation for "h-none" was canceled before commit"#);
+    assert!(!h.keys().contains(&"hook:h-none".to_string()), "nothing committed");
+    // Another claim id for the same hook commits.
+    let created = create_claimed(&mut h, "h-none", "tok-none", "fence-2");
+    assert_eq!(s(&created, "event.eventType"), "hook_created");
+    // The fence is checked first, even before the request's eventData is read.
+    let out = h.apply_with(r#"{"eventType":"hook_created","specVersion":6,"correlationId":"hx"}"#, r#""hookClaimId":"fence-1""#);
+    assert_fail(&out, "HOOK_CLAIM_CANCELLED", r#"Hook reservation for "hx" was canceled before commit"#);
+    // A missing argument fails on the member read.
+    assert_eq!(
+        h.call("resolveHookTokenClaim", vec![]).unwrap_err(),
+        RpcError::type_error("Cannot read properties of undefined (reading 'hookId')")
+    );
+}
+
+#[test]
+fn resolve_on_an_expired_run_writes_nothing() {
+    let mut h = Harness::new();
+    h.create_run();
+    h.request(r#"{"runId":"wrun_A","data":{"eventType":"run_cancelled"},"cleanup":{"retentionMs":1,"queueShards":1}}"#).unwrap();
+    h.tick(10);
+    let before = h.keys();
+    let out = h.call("resolveHookTokenClaim", vec![v(r#"{"hookId":"h","token":"t","claimId":"c"}"#)]).unwrap();
+    assert_eq!(json(&out), r#"{"committed":false}"#);
+    assert_eq!(h.keys(), before);
+}
+
+#[test]
+fn dispose_replay_comes_from_the_release_marker_of_a_claimed_hook() {
+    let mut h = Harness::new();
+    h.start_run();
+    // 0.4 admission: the dispose leaves `hookreleased:`, a replay answers from it.
+    create_claimed(&mut h, "ha1", "tok-1", "c-1");
+    let disposed = h.apply(r#"{"eventType":"hook_disposed","specVersion":6,"correlationId":"ha1","eventData":{"token":"tok-1"}}"#);
+    assert_eq!(json(at(&disposed, "releasedHooks").unwrap()), r#"[{"hookId":"ha1","token":"tok-1"}]"#);
+    assert_eq!(h.store.text("hookreleased:ha1"), Some(r#"{"hookId":"ha1","token":"tok-1"}"#));
+    let events = h.events().len();
+    let replay = h.apply(r#"{"eventType":"hook_disposed","specVersion":6,"correlationId":"ha1","eventData":{"token":"tok-1"}}"#);
+    assert_eq!(json(&replay), r#"{"ok":true,"releasedHooks":[{"hookId":"ha1","token":"tok-1"}]}"#);
+    assert_eq!(h.events().len(), events, "no event appended");
+    // hook_received still fails.
+    let received = h.apply(r#"{"eventType":"hook_received","specVersion":6,"correlationId":"ha1","eventData":{"payload":null}}"#);
+    assert_fail(&received, "HOOK_NOT_FOUND", r#"Hook "ha1" not found"#);
+    // 0.3 admission (no claim id): no marker, a replay is HOOK_NOT_FOUND as in 0.3.
+    create_hook(&mut h, "hb1", "tok-2", "null");
+    h.apply(r#"{"eventType":"hook_disposed","specVersion":6,"correlationId":"hb1"}"#);
+    assert_eq!(h.store.text("hookreleased:hb1"), None);
+    let replay = h.apply(r#"{"eventType":"hook_disposed","specVersion":6,"correlationId":"hb1"}"#);
+    assert_fail(&replay, "HOOK_NOT_FOUND", r#"Hook "hb1" not found"#);
+}
+
+#[test]
+fn claimed_hooks_are_not_reported_on_terminal_transitions() {
+    let mut h = Harness::new();
+    h.start_run();
+    create_hook(&mut h, "h03", "t03", "null");
+    create_claimed(&mut h, "h04", "t04", "c04");
+    let out = h.apply(r#"{"eventType":"run_completed","specVersion":6,"eventData":{"output":null}}"#);
+    assert_eq!(json(at(&out, "releasedHooks").unwrap()), r#"[{"hookId":"h03","token":"t03"}]"#);
+    assert!(!h.keys().iter().any(|k| k.starts_with("hook:")), "both entities deleted inline");
+    assert!(h.keys().contains(&"retention:hook:h04:t04".to_string()), "its marker stays for the terminal cleanup");
+    assert!(h.keys().contains(&"terminal:cleanup".to_string()));
+}
+
+#[test]
+fn entity_listings_clamp_their_limit() {
+    let mut h = Harness::new();
+    h.start_run();
+    for i in 0..3 {
+        h.apply(&format!(
+            r#"{{"eventType":"step_created","specVersion":6,"correlationId":"s{i}","eventData":{{"stepName":"n","input":null}}}}"#
+        ));
+        create_hook(&mut h, &format!("h{i}"), &format!("t{i}"), "null");
+    }
+    let count = |out: &Value| at(out, "value.data").and_then(Value::as_array).map_or(0, Vec::len);
+    for (limit, n) in [("0", 1), ("-3", 1), ("2.5", 2), ("5000", 3), (r#""x""#, 1)] {
+        assert_eq!(count(&h.read("listSteps", vec![v(&format!(r#"{{"limit":{limit}}}"#))])), n, "steps {limit}");
+        assert_eq!(count(&h.read("listHooks", vec![v(&format!(r#"{{"limit":{limit}}}"#))])), n, "hooks {limit}");
+    }
+    let zero = h.read("listSteps", vec![v(r#"{"limit":0}"#)]);
+    assert_eq!(at(&zero, "value.hasMore"), Some(&Value::Bool(true)));
+    // listEvents keeps its 0.3 limit rules.
+    let events = h.read("listEvents", vec![v(r#"{"limit":0}"#)]);
+    assert_eq!(json(at(&events, "value").unwrap()), r#"{"cursor":null,"data":[],"hasMore":true}"#);
+}

@@ -19,10 +19,13 @@ fn terminal_outcome_schedules_cleanup() {
     let Value::Date(Some(completed_ms)) = completed else { panic!() };
     assert_eq!(at(&out, "run.expiredAt"), Some(&Value::date(completed_ms + 1000)));
     assert_eq!(json(at(&out, "run.error").unwrap()), r#"{"code":"USER_ERROR","message":"Unknown error"}"#);
-    assert_eq!(h.take_alarm(), Some(completed_ms + 1000));
+    // The terminal cleanup's now + 1 overrides the retention deadline (it re-arms that when done).
+    assert_eq!(h.take_alarm(), Some(completed_ms + 1));
+    assert_eq!(h.store.text("terminal:cleanup"), Some(r#"{"version":1,"runId":"wrun_A","phase":"hooks","generation":0,"attempts":0}"#));
+    assert_eq!(h.store.text("retention:queue-shards"), Some("1"), "written when the outcome created the run");
     let record = Value::parse(h.store.text("retention:cleanup").unwrap()).unwrap();
     let want = format!(
-        r#"{{"version":1,"runId":"wrun_A","workflowName":"wf","createdAt":{{"__type":"Date","iso":"{}"}},"completedAt":{{"__type":"Date","iso":"{}"}},"terminalStatus":"failed","dueAt":{{"__type":"Date","iso":"{}"}},"queueShards":2,"phase":"retained","attempts":0,"deletedPayloadKeys":0,"deletedStreams":0,"deletedQueueMessages":0}}"#,
+        r#"{{"version":1,"runId":"wrun_A","workflowName":"wf","createdAt":{{"__type":"Date","iso":"{}"}},"status":"failed","completedAt":{{"__type":"Date","iso":"{}"}},"terminalStatus":"failed","reason":"terminal-retention","dueAt":{{"__type":"Date","iso":"{}"}},"queueShards":2,"phase":"retained","generation":0,"attempts":0,"deletedPayloadKeys":0,"deletedStreams":0,"deletedQueueMessages":0}}"#,
         iso(T0 + 1),
         iso(completed_ms),
         iso(completed_ms + 1000)
@@ -36,7 +39,7 @@ fn no_scheduling_without_retention_or_twice() {
     let mut h = Harness::new();
     retained(&mut h, 0, "1");
     assert!(!h.keys().contains(&"retention:cleanup".to_string()));
-    assert_eq!(h.take_alarm(), None);
+    assert!(h.keys().contains(&"terminal:cleanup".to_string()), "the terminal cleanup runs regardless");
     // A repeated cancel carries a terminal run: scheduled once, then left alone.
     let mut h = Harness::new();
     h.create_run();
@@ -75,11 +78,17 @@ fn reads_and_writes_are_fenced_once_due() {
         let out = h.read(m, args);
         assert_fail(&out, "RUN_EXPIRED", &format!(r#"Workflow run "wrun_A" expired at {}"#, iso(due)));
         let t = at(&out, "tombstone").unwrap();
+        let mut cleanup = Value::parse(h.store.text("retention:cleanup").unwrap()).unwrap();
+        if let Value::Object(m) = &mut cleanup {
+            m.insert("phase".into(), Value::str("tombstoned"));
+            m.insert("tombstonedAt".into(), Value::date(due));
+        }
         assert_eq!(
             json(t),
             json(&v(&format!(
-                r#"{{"version":1,"runId":"wrun_A","terminalStatus":"failed","completedAt":{},"expiredAt":{{"__type":"Date","iso":"{d}"}},"tombstonedAt":{{"__type":"Date","iso":"{d}"}}}}"#,
+                r#"{{"version":1,"runId":"wrun_A","status":"failed","terminalStatus":"failed","completedAt":{},"expiredAt":{{"__type":"Date","iso":"{d}"}},"tombstonedAt":{{"__type":"Date","iso":"{d}"}},"cleanup":{}}}"#,
                 json(at(t, "completedAt").unwrap()),
+                json(&cleanup),
                 d = iso(due)
             )))
         );

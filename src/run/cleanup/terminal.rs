@@ -1,0 +1,228 @@
+//! Terminal cleanup (spec-0.4 `retention.md` §3): started by `applyEvent` on every outcome
+//! carrying a terminal run, it pages the run's hooks, hook markers and waits out of the run
+//! DO, releasing their index entries in the hook shards (owner-checked, idempotent), one
+//! page per alarm.
+//!
+//! Hooks admitted through the 0.3 `index` binding are deleted inline by the terminal
+//! transition and reported in `releasedHooks` (0.3 semantics); hooks admitted with a 0.4
+//! `hookClaimId` are deleted inline too but left to this cleanup to release (0.4's
+//! `releasedHooks: []`). Their `retention:hook:` markers are what the `markers` phase
+//! releases — for both kinds, so a lost client follow-up cannot leave a token blocked. The
+//! markers stay (unlike 0.4, which consumes them here): the retention `index` phase still
+//! needs them to reach entries in the pre-upgrade archive, and consumes them itself. The
+//! `hooks` phase usually finds nothing; it is kept for hooks the inline delete did not
+//! reach (data of an older release).
+
+use serde::{Deserialize, Serialize};
+
+use super::phases::{backoff, Page};
+use crate::facade::hooks::ShardCall;
+use crate::facade::Target;
+use crate::hook_shard::records::{release_entry_value, Owner};
+use crate::hook_shard::Family;
+use crate::run::keys;
+use crate::run::records::Record;
+use crate::store::alarm::Alarm;
+use crate::store::{get_json, put_json, ListOptions, Store};
+use crate::wire::js::to_js_string;
+use crate::wire::{RpcError, Value};
+
+/// Hooks (or hook markers) one page releases.
+pub const HOOK_PAGE: usize = 64;
+/// Waits one page deletes.
+pub const WAIT_PAGE: usize = 128;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TerminalPhase {
+    Hooks,
+    Markers,
+    Waits,
+}
+
+/// `terminal:cleanup`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TerminalRecord {
+    pub version: u32,
+    pub run_id: String,
+    pub phase: TerminalPhase,
+    pub generation: u64,
+    pub attempts: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    /// Epoch ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_attempt_at: Option<i64>,
+    /// `markers`: the last marker released (ours; the markers are kept for the retention
+    /// `index` phase, which also reaches the archive, so this phase pages with a cursor).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
+}
+
+/// A terminal page that calls the hook shards.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TerminalPage {
+    pub phase: TerminalPhase,
+    pub generation: u64,
+    /// The releases to make.
+    pub calls: Vec<ShardCall>,
+    /// The keys to delete once they are made (`hooks`).
+    pub keys: Vec<String>,
+    /// The cursor to store once they are made (`markers`).
+    pub after: Option<String>,
+    /// Whether this page ends its phase.
+    pub last: bool,
+}
+
+/// Create the record if absent (applyEvent, terminal outcome) and arm the alarm at now + 1.
+pub fn start(store: &mut dyn Store, run_id: &str, now: i64, alarm: &mut Alarm) -> Result<(), RpcError> {
+    if store.get(keys::TERMINAL_CLEANUP)?.is_none() {
+        let record = TerminalRecord {
+            version: 1,
+            run_id: run_id.to_string(),
+            phase: TerminalPhase::Hooks,
+            generation: 0,
+            attempts: 0,
+            last_error: None,
+            last_attempt_at: None,
+            after: None,
+        };
+        put_json(store, keys::TERMINAL_CLEANUP, &record)?;
+    }
+    alarm.set(now + 1);
+    Ok(())
+}
+
+pub fn load(store: &mut dyn Store) -> Result<Option<TerminalRecord>, RpcError> {
+    get_json(store, keys::TERMINAL_CLEANUP)
+}
+
+/// The owner-checked `releaseBatch` calls for `hooks` (`(hookId, token)`), grouped by
+/// shard, on both hook families.
+pub fn release_calls(run_id: &str, hooks: &[(String, String)]) -> Vec<ShardCall> {
+    let mut batches: std::collections::BTreeMap<Target, Vec<Value>> = std::collections::BTreeMap::new();
+    for (hook_id, token) in hooks {
+        let owner = Owner::new(run_id, hook_id.as_str());
+        batches.entry(Target::HookTokens(crate::shard::hook_token(token))).or_default().push(release_entry_value(
+            Family::Token,
+            token,
+            &owner,
+        ));
+        batches.entry(Target::HookIds(crate::shard::hook_id(hook_id))).or_default().push(release_entry_value(Family::Id, hook_id, &owner));
+    }
+    batches.into_iter().map(|(target, entries)| ShardCall { target, method: "releaseBatch", args: vec![Value::Array(entries)] }).collect()
+}
+
+fn pair(v: &Value) -> (String, String) {
+    (to_js_string(v.get("hookId")), to_js_string(v.get("token")))
+}
+
+/// Plan a terminal page when the record exists (`None` otherwise). The `waits` phase is done
+/// here (storage only).
+pub fn plan(store: &mut dyn Store, now: i64, alarm: &mut Alarm) -> Result<Option<Page>, RpcError> {
+    let Some(record) = load(store)? else { return Ok(None) };
+    let page = |calls, keys, after, last| {
+        Page::Terminal(TerminalPage { phase: record.phase, generation: record.generation, calls, keys, after, last })
+    };
+    match record.phase {
+        TerminalPhase::Hooks => {
+            let listed = store.list(&ListOptions::prefix(keys::HOOK_PREFIX).limit(HOOK_PAGE + 1))?;
+            let last = listed.len() <= HOOK_PAGE;
+            let mut hooks = Vec::new();
+            let mut doomed = Vec::new();
+            for (key, text) in listed.into_iter().take(HOOK_PAGE) {
+                let hook = match Value::parse(&text) {
+                    Ok(Value::Object(m)) => Record(m),
+                    _ => return Err(RpcError::error(format!("corrupt record at {key}"))),
+                };
+                let (hook_id, token) = pair(&hook.clone().into_value());
+                if let Some(created) = hook.date("createdAt") {
+                    doomed.push(keys::created(keys::HOOK_CREATED_PREFIX, created, &hook_id));
+                }
+                doomed.push(key);
+                hooks.push((hook_id, token));
+            }
+            Ok(Some(page(release_calls(&record.run_id, &hooks), doomed, None, last)))
+        }
+        TerminalPhase::Markers => {
+            let mut options = ListOptions::prefix(keys::RETENTION_HOOK_PREFIX).limit(HOOK_PAGE + 1);
+            if let Some(after) = &record.after {
+                options = options.start_after(after.clone());
+            }
+            let listed = store.list(&options)?;
+            let last = listed.len() <= HOOK_PAGE;
+            let mut hooks = Vec::new();
+            let mut cursor = None;
+            for (key, text) in listed.into_iter().take(HOOK_PAGE) {
+                let marker = Value::parse(&text).map_err(|e| RpcError::error(format!("corrupt record at {key}: {}", e.0)))?;
+                hooks.push(pair(&marker));
+                cursor = Some(key);
+            }
+            Ok(Some(page(release_calls(&record.run_id, &hooks), Vec::new(), cursor, last)))
+        }
+        TerminalPhase::Waits => {
+            let listed = store.list_keys(&ListOptions::prefix(keys::WAIT_PREFIX).limit(WAIT_PAGE + 1))?;
+            for k in listed.iter().take(WAIT_PAGE) {
+                store.delete(k)?;
+            }
+            if listed.len() > WAIT_PAGE {
+                put_json(
+                    store,
+                    keys::TERMINAL_CLEANUP,
+                    &TerminalRecord { generation: record.generation + 1, attempts: 0, last_error: None, ..record },
+                )?;
+                alarm.set(now + 1);
+                return Ok(Some(Page::Stop));
+            }
+            store.delete(keys::TERMINAL_CLEANUP)?;
+            let retention = Record::load(store, keys::RETENTION_CLEANUP)?;
+            match retention.filter(|r| r.str("phase") != Some("tombstoned")) {
+                Some(r) => alarm.set((now + 1).max(r.date("dueAt").unwrap_or(i64::MIN))),
+                None => alarm.delete(),
+            }
+            Ok(Some(Page::Stop))
+        }
+    }
+}
+
+/// After a `hooks` / `markers` page's releases: delete its keys, move on when it was the
+/// last page of its phase.
+pub fn commit(store: &mut dyn Store, now: i64, alarm: &mut Alarm, page: &TerminalPage) -> Result<(), RpcError> {
+    let Some(record) = load(store)?.filter(|r| r.phase == page.phase && r.generation == page.generation) else { return Ok(()) };
+    for k in &page.keys {
+        store.delete(k)?;
+    }
+    let phase = match (page.phase, page.last) {
+        (TerminalPhase::Hooks, true) => TerminalPhase::Markers,
+        (TerminalPhase::Markers, true) => TerminalPhase::Waits,
+        (phase, _) => phase,
+    };
+    let after = if page.phase == TerminalPhase::Markers && !page.last { page.after.clone() } else { None };
+    put_json(
+        store,
+        keys::TERMINAL_CLEANUP,
+        &TerminalRecord { phase, generation: record.generation + 1, attempts: 0, last_error: None, after, ..record },
+    )?;
+    alarm.set(now + 1);
+    Ok(())
+}
+
+/// A failed terminal page: same backoff as retention; stale generations are ignored.
+pub fn record_failure(store: &mut dyn Store, now: i64, page: &TerminalPage, message: &str, alarm: &mut Alarm) -> Result<(), RpcError> {
+    let Some(record) = load(store)?.filter(|r| r.phase == page.phase && r.generation == page.generation) else { return Ok(()) };
+    let attempts = record.attempts + 1;
+    put_json(
+        store,
+        keys::TERMINAL_CLEANUP,
+        &TerminalRecord {
+            generation: record.generation + 1,
+            attempts,
+            last_error: Some(message.to_string()),
+            last_attempt_at: Some(now),
+            ..record
+        },
+    )?;
+    alarm.set(now.saturating_add(backoff(attempts as f64)));
+    Ok(())
+}
