@@ -468,10 +468,10 @@ use super::driver::{self as facade_driver, FacadeHost};
 
 /// Catalog shards and the archive on in-memory stores, the hook shards and run statuses of
 /// a hook-shard [`World`].
-struct Fleet {
+pub(crate) struct Fleet {
     catalogs: RefCell<Catalogs>,
-    world: World,
-    calls: RefCell<Vec<String>>,
+    pub(crate) world: World,
+    pub(crate) calls: RefCell<Vec<String>>,
 }
 
 impl FacadeHost for Fleet {
@@ -504,7 +504,7 @@ fn leak(method: &str) -> &'static str {
 }
 
 impl Fleet {
-    fn new() -> Fleet {
+    pub(crate) fn new() -> Fleet {
         Fleet { catalogs: RefCell::new(Catalogs::new()), world: World::new(), calls: RefCell::new(Vec::new()) }
     }
 
