@@ -26,6 +26,10 @@ pub const RETENTION_PROGRESS: &str = "retention:progress";
 /// The client's `cleanup.queueShards` at run creation (spec-0.4 `run-do.md` §1), read by
 /// maximum-age retention.
 pub const RETENTION_QUEUE_SHARDS: &str = "retention:queue-shards";
+/// Ours: `true` once the run admitted a hook with a 0.4 `hookClaimId`, i.e. a 0.4 client
+/// drives it. Such a run publishes no correlation keys, so no `retention:index:` markers
+/// are written for it. Not counted as payload.
+pub const RETENTION_CLAIMS: &str = "retention:claims";
 /// The terminal cleanup record (spec-0.4 `retention.md` §3).
 pub const TERMINAL_CLEANUP: &str = "terminal:cleanup";
 pub const HOOK_RELEASED_PREFIX: &str = "hookreleased:";

@@ -16,9 +16,33 @@ fn hook_marker(store: &mut dyn Store, hook_id: &Value, token: &Value) -> Result<
     put_json(store, &key, &Value::object([("hookId", hook_id.clone()), ("token", token.clone())]))
 }
 
-/// §6.9: correlation-index, hook-index and released-hook markers.
-pub fn record_markers(store: &mut dyn Store, s: &Success, run_id: &str) -> Result<(), RpcError> {
-    if let Some(event) = &s.event {
+/// spec-0.4 `run-do.md` §2 step 4: keep the creating client's `cleanup.queueShards` for
+/// maximum-age retention — when that client has terminal retention on
+/// (`cleanup.retentionMs > 0`). Without it the sweep's `WORKFLOW_RETENTION_QUEUE_SHARDS`
+/// applies, which must equal the clients' `queueShards` anyway (the reference's deployment
+/// guide). The condition keeps the payload counts of both golden generations: 0.3 runs
+/// created with retention off had no such key (`retention` seq 76), 0.4 runs created with
+/// it on do (`retention-040` seq 80).
+pub fn record_queue_shards(store: &mut dyn Store, s: &Success, cleanup: Option<&Value>) -> Result<(), RpcError> {
+    if s.run_created.is_none() {
+        return Ok(());
+    }
+    let retention_on = matches!(cleanup.and_then(|c| c.get("retentionMs")), Some(Value::Number(n)) if *n > 0.0);
+    match cleanup.and_then(|c| c.get("queueShards")).filter(|v| !v.is_null()) {
+        Some(shards) if retention_on => put_json(store, keys::RETENTION_QUEUE_SHARDS, shards),
+        _ => Ok(()),
+    }
+}
+
+/// §6.9: correlation-index, hook-index and released-hook markers. `claimed`: the request
+/// carried a 0.4 `hookClaimId`; from then on the run is known to be driven by a 0.4 client,
+/// which publishes no correlation keys, so it gets no `retention:index:` markers.
+pub fn record_markers(store: &mut dyn Store, s: &Success, run_id: &str, claimed: bool) -> Result<(), RpcError> {
+    if claimed && s.hook_to_index.is_some() {
+        put_json(store, keys::RETENTION_CLAIMS, &true)?;
+    }
+    let v04 = claimed || store.get(keys::RETENTION_CLAIMS)?.is_some();
+    if let Some(event) = s.event.as_ref().filter(|_| !v04) {
         if let (Some(correlation_id), Some(created), Some(event_id)) =
             (event.str("correlationId"), event.date("createdAt"), event.str("eventId"))
         {

@@ -482,9 +482,24 @@ function stripAdditive(actualText, recordedText, members) {
   }
   const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
   if (!isObject(actual) || !isObject(recorded)) return null;
-  const removed = members.filter((m) => Object.hasOwn(actual, m) && !Object.hasOwn(recorded, m));
+  // A member may be a dotted path ("tombstone.status"): removed from the object at that
+  // path when both answers have an object there and only the actual one has the member.
+  const removed = [];
+  for (const m of members) {
+    const path = m.split(".");
+    const last = path.pop();
+    let a = actual;
+    let r = recorded;
+    for (const k of path) {
+      a = isObject(a) ? a[k] : undefined;
+      r = isObject(r) ? r[k] : undefined;
+    }
+    if (isObject(a) && isObject(r) && Object.hasOwn(a, last) && !Object.hasOwn(r, last)) {
+      delete a[last];
+      removed.push(m);
+    }
+  }
   if (!removed.length) return null;
-  for (const m of removed) delete actual[m];
   return { text: JSON.stringify(actual), members: removed };
 }
 

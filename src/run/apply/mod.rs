@@ -229,12 +229,8 @@ pub fn apply_event(store: &mut dyn Store, ctx: &Ctx, alarm: &mut Alarm, request:
     cx.seq.save(cx.store)?;
     let cleanup = req("cleanup");
     let mut outcome = outcome;
-    if outcome.run_created.is_some() {
-        if let Some(shards) = cleanup.as_ref().and_then(|c| c.get("queueShards")).filter(|v| !v.is_null()) {
-            crate::store::put_json(cx.store, keys::RETENTION_QUEUE_SHARDS, shards)?;
-        }
-    }
-    retention::record_markers(cx.store, &outcome, &cx.run_id_text)?;
+    retention::record_queue_shards(cx.store, &outcome, cleanup.as_ref())?;
+    retention::record_markers(cx.store, &outcome, &cx.run_id_text, cx.hook_claim_id.is_some())?;
     retention::schedule(cx.store, alarm, &mut outcome, cleanup.as_ref(), retention.cleanup.is_some())?;
     // spec-0.4 `run-do.md` §2.7: any outcome carrying a terminal run (re)starts the
     // terminal cleanup, which pages the hook releases from the alarm.

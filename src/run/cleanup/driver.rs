@@ -158,9 +158,20 @@ pub async fn run_page<H: CleanupHost>(host: &H) -> Result<Page, RpcError> {
     Ok(page)
 }
 
+/// Pages a `cleanupNow` that had to schedule the record runs at most (0.3's loop took 5–6).
+pub const FRESH_CLEANUP_PAGES: usize = 32;
+
 /// `cleanupNow({retentionMs, queueShards})` (spec-0.4 `run-do.md` §6): schedule if needed
-/// (retention `max(1, retentionMs)`), move the due time to now, run **one** page, answer
-/// the current status.
+/// (retention `max(1, retentionMs)`), move the due time to now, run pages, answer the
+/// current status.
+///
+/// How many pages: on a run that already had a record, **one** (0.4.0; the first answer
+/// is typically phase `index`). On a run this call had to schedule, the pages up to and
+/// including the first payload page (0.3.0's loop, which the spec's dual-version design
+/// suggests: the answer is typically phase `payload` with the run already tombstoned), but
+/// bounded ([`FRESH_CLEANUP_PAGES`]) and stopping at a failed page. Both golden sets
+/// pin one of the two cases (0.3 `retention` seq 87, 0.4 `retention-040` seq 78), and the
+/// rule keeps both.
 pub async fn cleanup_now<H: CleanupHost>(host: &H, args: CleanupArgs) -> Result<Value, RpcError> {
     let has_record = host.transact(|s, _, _| Ok(s.get(keys::RETENTION_CLEANUP)?.is_some())).await?;
     if !has_record {
@@ -173,7 +184,21 @@ pub async fn cleanup_now<H: CleanupHost>(host: &H, args: CleanupArgs) -> Result<
         }
     }
     host.transact(super::expedite).await?;
-    run_page(host).await?;
+    if has_record {
+        run_page(host).await?;
+    } else {
+        for _ in 0..FRESH_CLEANUP_PAGES {
+            let before = host.transact(|s, _, _| super::current_phase(s)).await?;
+            if matches!(before, None | Some(Phase::Tombstoned)) {
+                break;
+            }
+            run_page(host).await?;
+            let failed = host.transact(|s, _, _| super::has_failure(s)).await?;
+            if before == Some(Phase::Payload) || failed {
+                break;
+            }
+        }
+    }
     host.transact(|s, _, _| super::get_status(s)).await
 }
 

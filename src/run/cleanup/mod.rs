@@ -105,6 +105,11 @@ pub fn current_phase(store: &mut dyn Store) -> Result<Option<Phase>, RpcError> {
     Ok(Record::load(store, keys::RETENTION_CLEANUP)?.as_ref().and_then(Phase::of))
 }
 
+/// Whether the record carries a failure of its current page (`lastError`).
+pub fn has_failure(store: &mut dyn Store) -> Result<bool, RpcError> {
+    Ok(Record::load(store, keys::RETENTION_CLEANUP)?.is_some_and(|r| r.get("lastError").is_some()))
+}
+
 /// `{retentionMs, queueShards, scheduledTime}` of `enforceRetention`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EnforceArgs {

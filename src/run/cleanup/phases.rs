@@ -20,10 +20,9 @@ use crate::wire::{Map, RpcError, Value};
 pub const PAYLOAD_BATCH: usize = 128;
 /// `retention:hook:` markers one `index` page releases.
 pub const HOOK_MARKER_PAGE: usize = 64;
-/// `retention:index:` markers one `index` page expires. These name the correlation keys a
-/// 0.3 client published (0.4 writes none); paged like the hook markers and consumed the same
-/// way once expired.
-pub const INDEX_MARKER_PAGE: usize = 64;
+/// Keys the payload phase deletes without counting them in `deletedPayloadKeys`: our own
+/// bookkeeping, which the reference never writes.
+pub const UNCOUNTED: [&str; 1] = [keys::RETENTION_CLAIMS];
 /// Stream names one `streams` page asks the registry for.
 pub const STREAMS_PER_PAGE: f64 = 16.0;
 /// Chunks and bytes one `streams` page deletes at most, over all its streams.
@@ -215,20 +214,23 @@ fn marker_page(store: &mut dyn Store, prefix: &str, page: usize) -> Result<(Vec<
     Ok((entries, more))
 }
 
-/// One `index` page: the run keys, ≤ 64 correlation markers and ≤ 64 hook markers.
+/// One `index` page: the run keys, every `retention:index:` marker (the correlation keys a
+/// 0.3 client published, sent whole as 0.3 did, and kept: they are payload) and ≤ 64 hook
+/// markers (released, then consumed).
 fn index_page(store: &mut dyn Store, record: &Record, expect: Expect, run_id: &str, due_ms: i64) -> Result<Page, RpcError> {
-    let (index_markers, more_index) = marker_page(store, keys::RETENTION_INDEX_PREFIX, INDEX_MARKER_PAGE)?;
-    let (hook_markers, more_hooks) = marker_page(store, keys::RETENTION_HOOK_PREFIX, HOOK_MARKER_PAGE)?;
+    let (hook_markers, more) = marker_page(store, keys::RETENTION_HOOK_PREFIX, HOOK_MARKER_PAGE)?;
     let mut index_keys: Vec<Value> = run_keys(record, run_id).into_iter().map(Value::String).collect();
-    index_keys.extend(index_markers.iter().map(|(_, v)| v.clone()));
+    for (k, text) in store.list(&ListOptions::prefix(keys::RETENTION_INDEX_PREFIX))? {
+        index_keys.push(Value::parse(&text).map_err(|e| RpcError::error(format!("corrupt record at {k}: {}", e.0)))?);
+    }
     let request = Value::object([
         ("runId", Value::str(run_id)),
         ("keys", Value::Array(index_keys)),
         ("hooks", Value::Array(hook_markers.iter().map(|(_, v)| v.clone()).collect())),
         ("expiredAt", Value::num(due_ms as f64)),
     ]);
-    let markers = index_markers.into_iter().chain(hook_markers).map(|(k, _)| k).collect();
-    Ok(Page::Index { expect, request, markers, last: !(more_index || more_hooks) })
+    let markers = hook_markers.into_iter().map(|(k, _)| k).collect();
+    Ok(Page::Index { expect, request, markers, last: !more })
 }
 
 /// After an `index` page's calls: drop its markers; `streams` when it was the last page.
@@ -326,7 +328,8 @@ fn payload_page(store: &mut dyn Store, now: i64, alarm: &mut Alarm, mut record: 
     for k in &doomed {
         store.delete(k)?;
     }
-    let total = record.num("deletedPayloadKeys").filter(|n| n.is_finite()).unwrap_or(0.0) + doomed.len() as f64;
+    let counted = doomed.iter().filter(|k| !UNCOUNTED.contains(&k.as_str())).count();
+    let total = record.num("deletedPayloadKeys").filter(|n| n.is_finite()).unwrap_or(0.0) + counted as f64;
     record.0.insert("deletedPayloadKeys".into(), Value::num(total));
     record.0.remove("lastError");
     save_next(store, record)?;

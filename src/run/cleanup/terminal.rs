@@ -7,11 +7,11 @@
 //! transition and reported in `releasedHooks` (0.3 semantics); hooks admitted with a 0.4
 //! `hookClaimId` are deleted inline too but left to this cleanup to release (0.4's
 //! `releasedHooks: []`). Their `retention:hook:` markers are what the `markers` phase
-//! releases — for both kinds, so a lost client follow-up cannot leave a token blocked. The
-//! markers stay (unlike 0.4, which consumes them here): the retention `index` phase still
-//! needs them to reach entries in the pre-upgrade archive, and consumes them itself. The
-//! `hooks` phase usually finds nothing; it is kept for hooks the inline delete did not
-//! reach (data of an older release).
+//! releases — for both kinds, so a lost client follow-up cannot leave a token blocked —
+//! and then deletes, as 0.4 does (a later retention `index` phase finds none; hook entries
+//! a pre-upgrade archive still holds for the run are hidden once it is terminal and dropped
+//! by the archive migration). The `hooks` phase usually finds nothing; it is kept for hooks
+//! the inline delete did not reach (data of an older release).
 
 use serde::{Deserialize, Serialize};
 
@@ -54,10 +54,6 @@ pub struct TerminalRecord {
     /// Epoch ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_attempt_at: Option<i64>,
-    /// `markers`: the last marker released (ours; the markers are kept for the retention
-    /// `index` phase, which also reaches the archive, so this phase pages with a cursor).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub after: Option<String>,
 }
 
 /// A terminal page that calls the hook shards.
@@ -67,10 +63,8 @@ pub struct TerminalPage {
     pub generation: u64,
     /// The releases to make.
     pub calls: Vec<ShardCall>,
-    /// The keys to delete once they are made (`hooks`).
+    /// The keys to delete once they are made.
     pub keys: Vec<String>,
-    /// The cursor to store once they are made (`markers`).
-    pub after: Option<String>,
     /// Whether this page ends its phase.
     pub last: bool,
 }
@@ -86,7 +80,6 @@ pub fn start(store: &mut dyn Store, run_id: &str, now: i64, alarm: &mut Alarm) -
             attempts: 0,
             last_error: None,
             last_attempt_at: None,
-            after: None,
         };
         put_json(store, keys::TERMINAL_CLEANUP, &record)?;
     }
@@ -122,9 +115,7 @@ fn pair(v: &Value) -> (String, String) {
 /// here (storage only).
 pub fn plan(store: &mut dyn Store, now: i64, alarm: &mut Alarm) -> Result<Option<Page>, RpcError> {
     let Some(record) = load(store)? else { return Ok(None) };
-    let page = |calls, keys, after, last| {
-        Page::Terminal(TerminalPage { phase: record.phase, generation: record.generation, calls, keys, after, last })
-    };
+    let page = |calls, keys, last| Page::Terminal(TerminalPage { phase: record.phase, generation: record.generation, calls, keys, last });
     match record.phase {
         TerminalPhase::Hooks => {
             let listed = store.list(&ListOptions::prefix(keys::HOOK_PREFIX).limit(HOOK_PAGE + 1))?;
@@ -143,23 +134,19 @@ pub fn plan(store: &mut dyn Store, now: i64, alarm: &mut Alarm) -> Result<Option
                 doomed.push(key);
                 hooks.push((hook_id, token));
             }
-            Ok(Some(page(release_calls(&record.run_id, &hooks), doomed, None, last)))
+            Ok(Some(page(release_calls(&record.run_id, &hooks), doomed, last)))
         }
         TerminalPhase::Markers => {
-            let mut options = ListOptions::prefix(keys::RETENTION_HOOK_PREFIX).limit(HOOK_PAGE + 1);
-            if let Some(after) = &record.after {
-                options = options.start_after(after.clone());
-            }
-            let listed = store.list(&options)?;
+            let listed = store.list(&ListOptions::prefix(keys::RETENTION_HOOK_PREFIX).limit(HOOK_PAGE + 1))?;
             let last = listed.len() <= HOOK_PAGE;
             let mut hooks = Vec::new();
-            let mut cursor = None;
+            let mut doomed = Vec::new();
             for (key, text) in listed.into_iter().take(HOOK_PAGE) {
                 let marker = Value::parse(&text).map_err(|e| RpcError::error(format!("corrupt record at {key}: {}", e.0)))?;
                 hooks.push(pair(&marker));
-                cursor = Some(key);
+                doomed.push(key);
             }
-            Ok(Some(page(release_calls(&record.run_id, &hooks), Vec::new(), cursor, last)))
+            Ok(Some(page(release_calls(&record.run_id, &hooks), doomed, last)))
         }
         TerminalPhase::Waits => {
             let listed = store.list_keys(&ListOptions::prefix(keys::WAIT_PREFIX).limit(WAIT_PAGE + 1))?;
@@ -198,11 +185,10 @@ pub fn commit(store: &mut dyn Store, now: i64, alarm: &mut Alarm, page: &Termina
         (TerminalPhase::Markers, true) => TerminalPhase::Waits,
         (phase, _) => phase,
     };
-    let after = if page.phase == TerminalPhase::Markers && !page.last { page.after.clone() } else { None };
     put_json(
         store,
         keys::TERMINAL_CLEANUP,
-        &TerminalRecord { phase, generation: record.generation + 1, attempts: 0, last_error: None, after, ..record },
+        &TerminalRecord { phase, generation: record.generation + 1, attempts: 0, last_error: None, ..record },
     )?;
     alarm.set(now + 1);
     Ok(())

@@ -216,10 +216,14 @@ impl World {
         ));
         let queued = self.peer(Binding::Queue, "q:1", "enqueue", vec![enqueue]).unwrap();
         assert_eq!(queued.get("ok"), Some(&Value::Bool(true)), "{}", queued.to_json().unwrap());
-        self.apply(
+        let done = self.apply(
             r#"{"eventType":"run_completed","specVersion":6,"eventData":{"output":{"__type":"Uint8Array","data":"Aw=="}}}"#,
             retention_ms,
         );
+        // The 0.3 client releases what the terminal transition reports.
+        assert_eq!(done.get("releasedHooks"), Some(&v(r#"[{"hookId":"h1","token":"tok"}]"#)));
+        let owner = v(&format!(r#"{{"runId":"{RUN}","hookId":"h1"}}"#));
+        self.peer(Binding::Index, "index", "deleteHookIndexes", vec![Value::str("tok"), Value::str("h1"), owner]).unwrap();
     }
 }
 
@@ -497,18 +501,35 @@ fn schedule_with_a_past_due_time_arms_now_plus_one() {
 }
 
 #[test]
-fn cleanup_now_runs_one_page() {
+fn cleanup_now_on_a_scheduled_run_runs_one_page() {
+    let w = World::new();
+    w.populate(3_600_000);
+    w.finish_terminal_cleanup();
+    let record = w.run_call("cleanupNow", vec![v(r#"{"retentionMs":1,"queueShards":2}"#)]).unwrap();
+    // Scheduled by applyEvent (generation 0), expedited (1), one page: retained → index (2).
+    assert_eq!(phase(&record), "index", "{}", record.to_json().unwrap());
+    assert_eq!(num(&record, "generation"), 2.0);
+    assert_eq!(member(&record, "reason"), Some(&Value::str("terminal-retention")));
+    assert_eq!(member(&w.run_call("getRun", vec![]).unwrap(), "code"), Some(&Value::str("RUN_EXPIRED")));
+    let next = w.run_call("cleanupNow", vec![v(r#"{"retentionMs":1,"queueShards":2}"#)]).unwrap();
+    assert_eq!(phase(&next), "streams", "each further call advances one page");
+    while w.fire_alarm() {}
+    assert_eq!(phase(&w.status()), "tombstoned");
+}
+
+#[test]
+fn cleanup_now_on_an_unscheduled_run_runs_to_the_first_payload_page() {
     let w = World::new();
     w.populate(0);
     assert_eq!(w.status(), Value::Null);
     let record = w.run_call("cleanupNow", vec![v(r#"{"retentionMs":1,"queueShards":2}"#)]).unwrap();
-    // Scheduled (generation 0), expedited (1), one page: retained → index (2).
-    assert_eq!(phase(&record), "index", "{}", record.to_json().unwrap());
-    assert_eq!(num(&record, "generation"), 2.0);
+    // 0.3's answer: everything but the rest of the payload is done, the tombstone written.
+    assert_eq!(phase(&record), "payload", "{}", record.to_json().unwrap());
+    assert!(num(&record, "deletedPayloadKeys") > 0.0);
+    assert_eq!(num(&record, "deletedStreams"), 1.0);
+    assert_eq!(num(&record, "deletedQueueMessages"), 1.0);
     assert_eq!(member(&record, "reason"), Some(&Value::str("manual")));
-    assert_eq!(member(&w.run_call("getRun", vec![]).unwrap(), "code"), Some(&Value::str("RUN_EXPIRED")));
-    let next = w.run_call("cleanupNow", vec![v(r#"{"retentionMs":1,"queueShards":2}"#)]).unwrap();
-    assert_eq!(phase(&next), "streams", "each further call advances one page");
+    assert!(w.run.borrow().data.contains_key("retention:tombstone"));
     while w.fire_alarm() {}
     let done = w.status();
     assert_eq!(phase(&done), "tombstoned");
@@ -551,10 +572,12 @@ fn queue_shards_are_visited_one_page_each() {
     w.peer(Binding::Queue, "q:700", "enqueue", vec![far]).unwrap();
     w.calls.borrow_mut().clear();
     w.run_call("cleanupNow", vec![v(r#"{"retentionMs":1,"queueShards":1e9}"#)]).unwrap();
+    let in_call = queue_calls(&w);
+    assert!(in_call <= super::driver::FRESH_CLEANUP_PAGES, "{in_call}");
     let mut pages = 0;
     while w.fire_alarm() {
         pages += 1;
-        assert!(queue_calls(&w) <= pages);
+        assert!(queue_calls(&w) <= in_call + pages);
         assert!(pages < 3000);
     }
     assert!(!w.run_keys().iter().any(|k| k.as_str() == crate::run::keys::RETENTION_PROGRESS));
@@ -622,7 +645,7 @@ fn terminal_cleanup_releases_hooks_by_admission() {
     for token in ["tok-03", "tok-04"] {
         assert_eq!(w.index_keys(&tokens(token)), Vec::<String>::new(), "{token} released by the alarm");
     }
-    assert_eq!(w.run_keys().iter().filter(|k| k.starts_with("retention:hook:")).count(), 2, "markers kept for retention");
+    assert!(!w.run_keys().iter().any(|k| k.starts_with("retention:hook:")), "markers consumed");
     assert_eq!(w.run_alarm.get(), None, "no retention record: the alarm is cleared");
     assert_eq!(w.run_call("getLifecycleStatus", vec![]).unwrap(), Value::str("terminal"));
     // A replayed terminal event restarts it (idempotent).
@@ -700,6 +723,7 @@ fn generations_follow_the_pages() {
     raw_apply(&n, FAILED, 1500);
     n.finish_terminal_cleanup();
     let first = n.run_call("cleanupNow", vec![v(r#"{"retentionMs":1500,"queueShards":1}"#)]).unwrap();
+    // (A record existed: one page.)
     assert_eq!((phase(&first), num(&first, "generation")), ("index", 2.0));
     while n.fire_alarm() {}
     let done = n.status();
@@ -714,8 +738,8 @@ fn enforce(w: &World, retention_ms: i64, scheduled: i64) -> Value {
 #[test]
 fn enforce_retention_expires_old_runs_of_any_status() {
     let w = World::new();
-    raw_apply(&w, CREATED, 0);
-    raw_apply(&w, STARTED, 0);
+    raw_apply(&w, CREATED, 1500);
+    raw_apply(&w, STARTED, 1500);
     hook_created(&w, "ho1", "tok-old", Some("claim-o"));
     raw_apply(
         &w,
@@ -796,4 +820,33 @@ fn enforce_retention_validates_its_arguments() {
         let err = block_on(enforce_retention(&w, Some(&v(body)))).unwrap_err();
         assert_eq!(err.message, message);
     }
+}
+
+/// The payload counts of the 0.3 golden `retention` runs, with the same code: a run created
+/// with retention off and scheduled later (R4: 4 keys), and `cleanupNow` on an unscheduled
+/// run with a correlated step (R2: 8 keys, answered in phase `payload`).
+#[test]
+fn payload_counts_of_a_03_client() {
+    let d = World::new();
+    raw_apply(&d, CREATED, 0);
+    raw_apply(&d, COMPLETED, 0);
+    d.finish_terminal_cleanup();
+    d.run_call("scheduleCleanup", vec![v(r#"{"retentionMs":2000,"queueShards":1}"#)]).unwrap();
+    while d.fire_alarm() {}
+    assert_eq!(num(&d.status(), "deletedPayloadKeys"), 4.0);
+
+    let b = World::new();
+    raw_apply(&b, CREATED, 0);
+    raw_apply(&b, r#"{"eventType":"step_created","specVersion":6,"correlationId":"s1","eventData":{"stepName":"st","input":null}}"#, 0);
+    raw_apply(&b, FAILED, 0);
+    b.finish_terminal_cleanup();
+    let record = b.run_call("cleanupNow", vec![v(r#"{"retentionMs":1,"queueShards":1}"#)]).unwrap();
+    assert_eq!((phase(&record), num(&record, "deletedPayloadKeys")), ("payload", 8.0));
+    // A run known to be 0.4-driven (it admitted a claimed hook) gets no correlation markers.
+    let c = World::new();
+    raw_apply(&c, CREATED, 0);
+    hook_created(&c, "h1", "t1", Some("claim"));
+    raw_apply(&c, r#"{"eventType":"wait_created","specVersion":6,"correlationId":"w1","eventData":{"resumeAt":null}}"#, 0);
+    assert!(!c.run_keys().iter().any(|k| k.starts_with("retention:index:")));
+    assert!(c.run_keys().iter().any(|k| k == "retention:claims"));
 }

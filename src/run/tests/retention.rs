@@ -22,7 +22,7 @@ fn terminal_outcome_schedules_cleanup() {
     // The terminal cleanup's now + 1 overrides the retention deadline (it re-arms that when done).
     assert_eq!(h.take_alarm(), Some(completed_ms + 1));
     assert_eq!(h.store.text("terminal:cleanup"), Some(r#"{"version":1,"runId":"wrun_A","phase":"hooks","generation":0,"attempts":0}"#));
-    assert_eq!(h.store.text("retention:queue-shards"), Some("1"), "written when the outcome created the run");
+    assert_eq!(h.store.text("retention:queue-shards"), None, "the run was created with retention off");
     let record = Value::parse(h.store.text("retention:cleanup").unwrap()).unwrap();
     let want = format!(
         r#"{{"version":1,"runId":"wrun_A","workflowName":"wf","createdAt":{{"__type":"Date","iso":"{}"}},"status":"failed","completedAt":{{"__type":"Date","iso":"{}"}},"terminalStatus":"failed","reason":"terminal-retention","dueAt":{{"__type":"Date","iso":"{}"}},"queueShards":2,"phase":"retained","generation":0,"attempts":0,"deletedPayloadKeys":0,"deletedStreams":0,"deletedQueueMessages":0}}"#,
