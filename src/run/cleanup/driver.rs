@@ -105,10 +105,12 @@ async fn execute<H: CleanupHost>(host: &H, page: &Page) -> Result<(), RpcError> 
             let options = Value::object([("limit", Value::num(QUEUE_REFERENCES_PER_PAGE))]);
             let args = vec![Value::str(run_id.as_str()), Value::num(*due_ms as f64), options];
             let answer = host.call(Binding::Queue, &format!("q:{shard}"), "expireRun", args).await?;
-            let deleted = number(answer.get("deleted"), "queue expireRun")?;
-            let receipt = answer.get("receipt").cloned().unwrap_or(Value::Null);
-            let finished = done(&answer);
-            host.transact(|s, now, alarm| phases::commit_queue_expire(s, now, alarm, expect, *shard, deleted, finished, receipt)).await
+            let answer = phases::QueueAnswer {
+                deleted: number(answer.get("deleted"), "queue expireRun")?,
+                done: done(&answer),
+                receipt: answer.get("receipt").cloned().unwrap_or(Value::Null),
+            };
+            host.transact(|s, now, alarm| phases::commit_queue_expire(s, now, alarm, expect, *shard, answer)).await
         }
         Page::QueueAck { expect, run_id, shard, receipt } => {
             if !receipt.is_null() {

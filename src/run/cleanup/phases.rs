@@ -263,6 +263,15 @@ pub fn commit_streams(
     advance(store, now, alarm, record, done.then_some(Phase::Queues), extra)
 }
 
+/// A shard's `expireRun` answer: cumulative `deleted`, `done` (absent = done, a 0.3
+/// answer), `receipt` (`null` when absent).
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueueAnswer {
+    pub deleted: f64,
+    pub done: bool,
+    pub receipt: Value,
+}
+
 /// After `expireRun` on `shard`: add the delta of its cumulative `deleted`; when `done`,
 /// keep its receipt for acknowledgement (spec-0.4 `retention.md` §2).
 pub fn commit_queue_expire(
@@ -271,15 +280,14 @@ pub fn commit_queue_expire(
     alarm: &mut Alarm,
     expect: &Expect,
     shard: u32,
-    deleted: f64,
-    done: bool,
-    receipt: Value,
+    answer: QueueAnswer,
 ) -> Result<(), RpcError> {
     let Some(record) = current(store, expect)? else { return Ok(()) };
     let mut progress: Progress = get_json(store, keys::RETENTION_PROGRESS)?.unwrap_or_default();
     if progress.queue_shard != shard || progress.pending_ack.is_some() {
         return Ok(());
     }
+    let QueueAnswer { deleted, done, receipt } = answer;
     if deleted < progress.queue_shard_deleted {
         let run_id = to_js_string(record.get("runId"));
         return Err(RpcError::error(format!("queue shard {shard} regressed expiry receipt for {run_id}")));

@@ -46,6 +46,9 @@ struct World {
     /// Calls to instances whose name starts with this fail.
     failing: RefCell<Option<String>>,
     calls: RefCell<Vec<String>>,
+    /// Answer queue expiry in the 0.4 shapes (`done`, `receipt`, `acknowledgeExpireRun`),
+    /// acknowledging receipts as this says.
+    queue_v04: Cell<Option<bool>>,
 }
 
 impl World {
@@ -58,6 +61,7 @@ impl World {
             peers: RefCell::new(BTreeMap::new()),
             failing: RefCell::new(None),
             calls: RefCell::new(Vec::new()),
+            queue_v04: Cell::new(None),
         }
     }
 
@@ -102,15 +106,27 @@ impl World {
         if self.failing.borrow().as_deref().is_some_and(|p| name.starts_with(p)) {
             return Err(RpcError::error(format!("injected failure at {name}")));
         }
+        if let (Binding::Queue, Some(ack)) = (binding, self.queue_v04.get()) {
+            if method == "acknowledgeExpireRun" {
+                return Ok(Value::object([("acknowledged", Value::Bool(ack))]));
+            }
+        }
+        let v04_expiry = binding == Binding::Queue && method == "expireRun" && self.queue_v04.get().is_some();
         let ctx = Ctx { now: self.now.get(), name, config: &self.config };
         let mut peers = self.peers.borrow_mut();
         let store = peers.entry((binding.key().to_string(), name.to_string())).or_default();
-        store.transaction(|s| match binding {
+        let out = store.transaction(|s| match binding {
             Binding::Index => crate::index::call(s, &ctx, method, Args(&args)),
             Binding::Streams => crate::stream::call(s, &ctx, method, Args(&args)),
             Binding::Queue => crate::queue::call(s, &ctx, &mut Alarm::unknown(), method, Args(&args)),
             Binding::Runs | Binding::HookTokens | Binding::HookIds => Err(RpcError::error("not a peer here")),
-        })
+        })?;
+        if v04_expiry {
+            let deleted = out.get("deleted").cloned().unwrap_or(Value::Null);
+            let receipt = Value::object([("expiredAt", args[1].clone()), ("deleted", deleted.clone())]);
+            return Ok(Value::object([("deleted", deleted), ("done", Value::Bool(true)), ("receipt", receipt)]));
+        }
+        Ok(out)
     }
 
     /// An RPC on an index instance: the archive is the `index` peer, the shards run their
@@ -849,4 +865,28 @@ fn payload_counts_of_a_03_client() {
     raw_apply(&c, r#"{"eventType":"wait_created","specVersion":6,"correlationId":"w1","eventData":{"resumeAt":null}}"#, 0);
     assert!(!c.run_keys().iter().any(|k| k.starts_with("retention:index:")));
     assert!(c.run_keys().iter().any(|k| k == "retention:claims"));
+}
+
+/// Against a 0.4 QueueDO: the receipt of a finished `expireRun` is acknowledged on the next
+/// page; a refused receipt fails the page (recorded) and is retried.
+#[test]
+fn queue_receipts_are_acknowledged() {
+    let w = World::new();
+    w.queue_v04.set(Some(false));
+    w.populate(0);
+    w.finish_terminal_cleanup();
+    w.run_call("cleanupNow", vec![v(r#"{"retentionMs":1,"queueShards":2}"#)]).unwrap();
+    let record = w.status();
+    assert_eq!(phase(&record), "queues", "{}", record.to_json().unwrap());
+    assert_eq!(member(&record, "lastError"), Some(&Value::str(&format!("queue shard 0 rejected expiry receipt for {RUN}"))));
+    let progress: super::phases::Progress =
+        crate::store::get_json(&mut *w.run.borrow_mut(), crate::run::keys::RETENTION_PROGRESS).unwrap().unwrap();
+    assert_eq!(progress.pending_ack.as_ref().map(|p| p.queue_shard), Some(0), "the receipt is kept");
+    w.queue_v04.set(Some(true));
+    while w.fire_alarm() {}
+    let done = w.status();
+    assert_eq!(phase(&done), "tombstoned");
+    assert_eq!(num(&done, "deletedQueueMessages"), 1.0);
+    let acks = w.calls.borrow().iter().filter(|c| c.ends_with(".acknowledgeExpireRun")).count();
+    assert_eq!(acks, 3, "one refused, then one per shard");
 }
