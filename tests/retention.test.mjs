@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startWorker } from "./lib/harness.mjs";
+import { STANDARD_VARS, startWorker } from "./lib/harness.mjs";
 import { worldClient } from "./lib/world-client.mjs";
 
 const RETENTION_MS = 1000;
@@ -182,5 +182,51 @@ test("a retained run's alarm survives a runtime restart", { timeout: 60_000 }, a
   } finally {
     await w.dispose();
     rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+/** Run the worker's `scheduled` handler for the hourly retention cron (Miniflare's trigger). */
+async function sweep(w) {
+  const res = await fetch(new URL("/cdn-cgi/handler/scheduled?cron=0+*+*+*+*", w.url));
+  assert.equal(res.status, 200, await res.text());
+}
+
+test("the hourly sweep expires runs older than WORKFLOW_RETENTION_MS, oldest first, in batches", { timeout: 90_000 }, async () => {
+  const vars = { ...STANDARD_VARS, WORKFLOW_RETENTION_MS: "3000", WORKFLOW_RETENTION_BATCH_SIZE: "2", WORKFLOW_RETENTION_QUEUE_SHARDS: "2" };
+  const w = await startWorker({ vars, unsafeTriggerHandlers: true });
+  try {
+    // A 0.3 client with terminal retention off: pending, running and completed runs.
+    const c = worldClient(w.rpc, { retentionMs: 0, queueShards: QUEUE_SHARDS });
+    const old = ["wrun_age_0", "wrun_age_1", "wrun_age_2"];
+    for (const [i, runId] of old.entries()) {
+      await c.createEvent(runId, { eventType: "run_created", specVersion: 6, eventData: { deploymentId: "dep", workflowName: "wf-age", input: null } });
+      if (i >= 1) await c.createEvent(runId, { eventType: "run_started", specVersion: 6 });
+      if (i === 2) await c.createEvent(runId, { eventType: "run_completed", specVersion: 6, eventData: { output: null } });
+    }
+    await sweep(w); // every run is younger than 3 s: nothing happens
+    for (const runId of old) assert.notEqual(await w.rpc("runs", runId, "getLifecycleStatus", []), "expired");
+    await sleep(3500);
+    const young = "wrun_age_young";
+    await c.createEvent(young, { eventType: "run_created", specVersion: 6, eventData: { deploymentId: "dep", workflowName: "wf-age", input: null } });
+
+    await sweep(w); // batch of 2: the two oldest
+    const states = await Promise.all(old.map((id) => w.rpc("runs", id, "getLifecycleStatus", [])));
+    assert.deepEqual(states, ["expired", "expired", "terminal"]);
+    await sweep(w); // the third
+    assert.equal(await w.rpc("runs", old[2], "getLifecycleStatus", []), "expired");
+    assert.equal(await w.rpc("runs", young, "getLifecycleStatus", []), "active");
+
+    const done = await waitTombstoned(w, old, 30_000);
+    for (const [i, record] of done.entries()) {
+      assert.equal(record.reason, "maximum-age");
+      assert.equal(record.status, ["pending", "running", "completed"][i]);
+      assert.equal(record.queueShards, 2, "the sweep's fallback: these runs recorded none");
+    }
+    const listed = await w.rpc("index", "index", "list", [{ prefix: "runall:" }]);
+    assert.deepEqual(listed.keys.map((k) => k.name.split(":").pop()), [young]);
+    await sweep(w); // idle
+    assert.equal(await w.rpc("runs", young, "getLifecycleStatus", []), "active");
+  } finally {
+    await w.dispose();
   }
 });
