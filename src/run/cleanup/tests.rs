@@ -49,6 +49,10 @@ struct World {
     /// Answer queue expiry in the 0.4 shapes (`done`, `receipt`, `acknowledgeExpireRun`),
     /// acknowledging receipts as this says.
     queue_v04: Cell<Option<bool>>,
+    /// Answer stream expiry in the 0.4 shapes; the first this-many `expireStream` calls
+    /// answer `done: false` (a stream bigger than a page).
+    stream_v04: Cell<Option<u32>>,
+    registered: Cell<usize>,
 }
 
 impl World {
@@ -62,6 +66,8 @@ impl World {
             failing: RefCell::new(None),
             calls: RefCell::new(Vec::new()),
             queue_v04: Cell::new(None),
+            stream_v04: Cell::new(None),
+            registered: Cell::new(0),
         }
     }
 
@@ -112,6 +118,13 @@ impl World {
             }
         }
         let v04_expiry = binding == Binding::Queue && method == "expireRun" && self.queue_v04.get().is_some();
+        if binding == Binding::Streams && method == "finalizeRegistry" && self.stream_v04.get().is_some() {
+            // 0.4: only the completed names are dropped; nothing completed, nothing done.
+            let completed = args.get(1).and_then(Value::as_array).map_or(0, Vec::len);
+            if completed < self.registered.get() {
+                return Ok(Value::object([("deleted", Value::num(0)), ("done", Value::Bool(false))]));
+            }
+        }
         let ctx = Ctx { now: self.now.get(), name, config: &self.config };
         let mut peers = self.peers.borrow_mut();
         let store = peers.entry((binding.key().to_string(), name.to_string())).or_default();
@@ -121,6 +134,27 @@ impl World {
             Binding::Queue => crate::queue::call(s, &ctx, &mut Alarm::unknown(), method, Args(&args)),
             Binding::Runs | Binding::HookTokens | Binding::HookIds => Err(RpcError::error("not a peer here")),
         })?;
+        if let (Binding::Streams, Some(pending)) = (binding, self.stream_v04.get()) {
+            match method {
+                "expireRegistry" => self.registered.set(out.get("streams").and_then(Value::as_array).map_or(0, Vec::len)),
+                "expireStream" => {
+                    self.stream_v04.set(Some(pending.saturating_sub(1)));
+                    let chunks = out.get("chunks").cloned().unwrap_or(Value::num(0));
+                    let fields = [
+                        ("deleted", Value::Bool(pending == 0)),
+                        ("chunks", chunks),
+                        ("bytes", Value::num(1)),
+                        ("done", Value::Bool(pending == 0)),
+                    ];
+                    return Ok(Value::object(fields));
+                }
+                "finalizeRegistry" => {
+                    let completed = args.get(1).and_then(Value::as_array).map_or(0, Vec::len);
+                    return Ok(Value::object([("deleted", Value::num(completed as f64)), ("done", Value::Bool(true))]));
+                }
+                _ => {}
+            }
+        }
         if v04_expiry {
             let deleted = out.get("deleted").cloned().unwrap_or(Value::Null);
             let receipt = Value::object([("expiredAt", args[1].clone()), ("deleted", deleted.clone())]);
@@ -889,4 +923,29 @@ fn queue_receipts_are_acknowledged() {
     assert_eq!(num(&done, "deletedQueueMessages"), 1.0);
     let acks = w.calls.borrow().iter().filter(|c| c.ends_with(".acknowledgeExpireRun")).count();
     assert_eq!(acks, 3, "one refused, then one per shard");
+}
+
+/// Against a 0.4 StreamDO: a stream that needs more than one page keeps the phase at
+/// `streams` (one page per alarm) until `finalizeRegistry` says done; its cumulative count
+/// is stored.
+#[test]
+fn paged_stream_expiry() {
+    let w = World::new();
+    w.stream_v04.set(Some(2));
+    w.populate(0);
+    w.finish_terminal_cleanup();
+    w.run_call("scheduleCleanup", vec![v(r#"{"retentionMs":1,"queueShards":2}"#)]).unwrap();
+    w.fire_until(10, |r| phase(r) == "streams");
+    let start = num(&w.status(), "generation");
+    w.fire_alarm();
+    assert_eq!((phase(&w.status()), num(&w.status(), "generation")), ("streams", start + 1.0));
+    w.fire_alarm();
+    assert_eq!(phase(&w.status()), "streams");
+    w.fire_alarm();
+    let record = w.status();
+    assert_eq!((phase(&record), num(&record, "deletedStreams")), ("queues", 1.0));
+    let calls = w.calls.borrow().iter().filter(|c| c.ends_with("stream:out.expireStream")).count();
+    assert_eq!(calls, 3);
+    while w.fire_alarm() {}
+    assert_eq!(phase(&w.status()), "tombstoned");
 }
