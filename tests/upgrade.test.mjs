@@ -67,6 +67,9 @@ test("a 0.3-release deployment's state: visible, blocking, migrated across resta
         assert.ok(all.includes(keys.runall), `${label}: ${r.runId} lists`);
         assert.notEqual(await ix(w, "get", [keys.run]), null, `${label}: ${r.runId} gets`);
       }
+      // A prefix shorter than a key family spans the archive and the catalog.
+      const short = (await ix(w, "list", [{ prefix: "r" }])).keys.map((k) => k.name);
+      for (const r of fixture.runs) assert.ok(short.includes(runKeys(r).run) && short.includes(runKeys(r).runall), `${label}: ${r.runId} lists under "r"`);
       const odd = await ix(w, "list", [{ prefix: "run:wf-odd:" }]);
       assert.equal(odd.keys.length, fixture.runs.filter((r) => r.workflowName === "wf-odd").length, `${label}: by workflow`);
       // Hooks of the live run resolve by token and id, and block another owner.
