@@ -276,3 +276,38 @@ fn release_batches_64_per_shard() {
         .sum();
     assert_eq!(total, 200);
 }
+
+#[test]
+fn a_hook_id_collision_is_refused_before_the_token_is_published() {
+    let f = Fleet::new();
+    let (a, b, c) = (owner("wrun_a", "hook_same"), owner("wrun_b", "hook_same"), owner("wrun_c", "hook_c"));
+    for run in ["wrun_a", "wrun_b", "wrun_c"] {
+        f.world.set_run(run, "active");
+    }
+    assert_eq!(
+        op(&f, IndexOp::HooksReserve, vec![s("tok_a"), a.to_value()]).map(|r| r.get("admitted").cloned()),
+        Ok(Some(Value::Bool(true)))
+    );
+    let collision = op_with(&f, IndexOp::HooksReserve, vec![s("tok_b"), b.to_value()], UUID_B);
+    assert_eq!(collision, Ok(Value::object([("admitted", Value::Bool(false)), ("holder", a.to_value())])));
+    assert!(f.world.keys(Family::Token, "tok_b").is_empty(), "the token claim is released");
+    let reused = op_with(&f, IndexOp::HooksReserve, vec![s("tok_b"), c.to_value()], UUID_B).unwrap_or(Value::Null);
+    assert_eq!(reused.get("admitted"), Some(&Value::Bool(true)), "the token is free for another id");
+}
+
+#[test]
+fn a_stale_reservation_cannot_finalize() {
+    let f = Fleet::new();
+    let a = owner("wrun_a", "hook_a");
+    f.world.set_run("wrun_a", "active");
+    let stale = op_with(&f, IndexOp::HooksReserve, vec![s("tok"), a.to_value()], UUID_A).ok().and_then(|r| r.get("reservation").cloned());
+    let stale = stale.unwrap_or(Value::Null);
+    assert_eq!(op(&f, IndexOp::HooksReleaseReservation, vec![s("tok"), a.to_value(), stale.clone()]), Ok(Value::Null));
+    let fresh = op_with(&f, IndexOp::HooksReserve, vec![s("tok"), a.to_value()], UUID_B).ok().and_then(|r| r.get("reservation").cloned());
+    let serialized = s(&hook_json(&a, "tok"));
+    let finalize =
+        |reservation: Value| op(&f, IndexOp::HooksFinalize, vec![s("tok"), s("hook_a"), serialized.clone(), a.to_value(), reservation]);
+    assert_eq!(finalize(stale), Err(RpcError::error("Hook token tok is reserved by another hook")));
+    assert_eq!(finalize(fresh.unwrap_or(Value::Null)), Ok(Value::Null));
+    assert_eq!(f.world.get(Family::Id, "hook_a"), serialized);
+}
