@@ -912,7 +912,7 @@ fn queue_receipts_are_acknowledged() {
     w.run_call("cleanupNow", vec![v(r#"{"retentionMs":1,"queueShards":2}"#)]).unwrap();
     let record = w.status();
     assert_eq!(phase(&record), "queues", "{}", record.to_json().unwrap());
-    assert_eq!(member(&record, "lastError"), Some(&Value::str(&format!("queue shard 0 rejected expiry receipt for {RUN}"))));
+    assert_eq!(member(&record, "lastError"), Some(&Value::str(format!("queue shard 0 rejected expiry receipt for {RUN}"))));
     let progress: super::phases::Progress =
         crate::store::get_json(&mut *w.run.borrow_mut(), crate::run::keys::RETENTION_PROGRESS).unwrap().unwrap();
     assert_eq!(progress.pending_ack.as_ref().map(|p| p.queue_shard), Some(0), "the receipt is kept");
