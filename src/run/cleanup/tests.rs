@@ -949,3 +949,27 @@ fn paged_stream_expiry() {
     while w.fire_alarm() {}
     assert_eq!(phase(&w.status()), "tombstoned");
 }
+
+/// A shard answering a smaller cumulative count than already recorded fails the page
+/// (spec-0.4 `retention.md` §2); a late answer for a shard the progress has left is ignored.
+#[test]
+fn queue_progress_never_regresses() {
+    let w = World::new();
+    raw_apply(&w, CREATED, 0);
+    raw_apply(&w, COMPLETED, 0);
+    w.finish_terminal_cleanup();
+    w.run_call("scheduleCleanup", vec![v(r#"{"retentionMs":1,"queueShards":2}"#)]).unwrap();
+    w.fire_until(10, |r| phase(r) == "queues");
+    let expect = super::phases::Expect { phase: super::Phase::Queues, generation: num(&w.status(), "generation") };
+    let answer = |deleted: f64, done: bool| super::phases::QueueAnswer { deleted, done, receipt: Value::Null };
+    block_on(w.transact(|s, now, alarm| super::phases::commit_queue_expire(s, now, alarm, &expect, 0, answer(64.0, false)))).unwrap();
+    let next = super::phases::Expect { generation: expect.generation + 1.0, ..expect };
+    let err =
+        block_on(w.transact(|s, now, alarm| super::phases::commit_queue_expire(s, now, alarm, &next, 0, answer(10.0, false)))).unwrap_err();
+    assert_eq!(err.message, format!("queue shard 0 regressed expiry receipt for {RUN}"));
+    assert_eq!(num(&w.status(), "deletedQueueMessages"), 64.0);
+    // An answer for shard 1 while the progress is at shard 0 changes nothing.
+    let before = w.status();
+    block_on(w.transact(|s, now, alarm| super::phases::commit_queue_expire(s, now, alarm, &next, 1, answer(5.0, true)))).unwrap();
+    assert_eq!(w.status(), before);
+}
