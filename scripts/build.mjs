@@ -144,7 +144,7 @@ if (!noOpt) {
 // loader gives a WebAssembly.Module for a plain import of a .wasm module.
 const glue = join(staging, "index.js");
 writeFileSync(glue, readFileSync(glue, "utf8").replaceAll("import source ", "import "));
-for (const f of ["entry.mjs", "hop.mjs", "path.mjs"]) copyFileSync(join(ROOT, "src", "shell", f), join(staging, f));
+for (const f of ["entry.mjs", "hop.mjs", "path.mjs", "stream_route.mjs"]) copyFileSync(join(ROOT, "src", "shell", f), join(staging, f));
 run(esbuild, [
   "--external:./index_bg.wasm",
   "--external:cloudflare:*",

@@ -9,6 +9,7 @@ import { DurableObject } from "cloudflare:workers";
 import * as wasm from "./index.js";
 import { hop } from "./hop.mjs";
 import { pathnameOf } from "./path.mjs";
+import { isStreamRead, serveStreamRead, streamChunks, StreamWaiters } from "./stream_route.mjs";
 
 const MAX_BODY_BYTES = 33554432;
 const JSON_HEADERS = { "content-type": "application/json" };
@@ -107,6 +108,13 @@ function decide(request, env, authorization, contentLength) {
 
 async function route(request, env) {
   const headers = request.headers;
+  // Binary stream route (0.4): `v1/streams/<seg>/chunks`, after authentication.
+  const streamSegment = streamSegmentOf(pathnameOf(request.url));
+  if (streamSegment !== null) {
+    checkReset();
+    const denied = wasm.streamAuthError(headers.get("authorization"), env.WORLD_SECRET);
+    return denied === null ? streamChunks(request, env, streamSegment) : respond(`A${denied[1]}${denied[2]}`);
+  }
   const contentLength = headers.get("content-length");
   const decision = decide(request, env, headers.get("authorization"), contentLength);
   const kind = decision.charCodeAt(0);
@@ -127,6 +135,13 @@ async function route(request, env) {
     return respond(wasm.hopFailed(String(e?.message ?? e)));
   }
   return new Response(reply[1], { status: reply[0], headers: JSON_HEADERS });
+}
+
+/** The third segment when the path's segments are exactly `v1/streams/<seg>/chunks`. */
+function streamSegmentOf(pathname) {
+  if (!pathname.includes("/streams/")) return null;
+  const s = pathname.split("/").filter((x) => x !== "");
+  return s.length === 4 && s[0] === "v1" && s[1] === "streams" && s[3] === "chunks" ? s[2] : null;
 }
 
 /** `X<ENV>\n<method>`: the 0.3 `index` binding over the index shards (src/shell/facade.rs). */
@@ -265,6 +280,56 @@ export class WorkflowRunDO extends RustObject {
 
 export class StreamDO extends RustObject {
   static Rust = wasm.StreamObject;
+  /** Long-poll readers of this instance (stream_route.mjs). */
+  waiters = new StreamWaiters();
+
+  /** Any committed mutation (write, close, fail, expire) wakes the waiting readers. */
+  async rpc(method, name, data) {
+    const reply = await super.rpc(method, name, data);
+    if (reply[0] === 200 && !StreamDO.readOnly.has(method)) this.waiters.wake();
+    return reply;
+  }
+
+  /** The binary write (from the stream route): `[status, bytes]`, one transaction. */
+  writeChunks(runId, body) {
+    try {
+      const reply = this.transaction(() => this.rust().writeChunks(runId, body), true);
+      if (reply[0] === 200) this.waiters.wake();
+      return reply;
+    } catch (e) {
+      noteCritical(e);
+      throw e;
+    }
+  }
+
+  /** `fn()` in one synchronous storage transaction; with `rollback`, a non-200 reply undoes it. */
+  transaction(fn, rollback = false) {
+    let reply;
+    try {
+      this.ctx.storage.transactionSync(() => {
+        reply = fn();
+        if (rollback && reply[0] !== 200) throw ROLLBACK;
+      });
+    } catch (e) {
+      if (e !== ROLLBACK) throw e;
+    }
+    return reply;
+  }
+
+  async fetch(request) {
+    if (!isStreamRead(request)) return super.fetch(request);
+    try {
+      return await serveStreamRead(this, request);
+    } catch (e) {
+      noteCritical(e);
+      throw e;
+    }
+  }
+
+  /** Internal (tests): how many long-poll readers are waiting. Not routable. */
+  streamWaiters() {
+    return this.waiters.size;
+  }
 }
 
 export class IndexDO extends RustObject {

@@ -12,3 +12,4 @@ mod queue_do;
 mod run_do;
 mod serve;
 mod shards;
+mod stream_route;

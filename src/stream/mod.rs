@@ -19,6 +19,7 @@ pub mod keys;
 pub mod protocol;
 pub mod records;
 pub mod registry;
+pub mod route;
 
 use crate::hop::{Args, Ctx};
 use crate::store::Store;
