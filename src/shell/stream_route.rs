@@ -116,13 +116,3 @@ impl StreamObject {
         }
     }
 }
-
-/// Bearer authentication for the stream route until the 0.4 router dispatch lands (issue
-/// #10: auth precedes the route): `null`, or `["A", status, body]`.
-#[wasm_bindgen(js_name = streamAuthError)]
-pub fn stream_auth_error(authorization: Option<String>, secret: Option<String>) -> JsValue {
-    match crate::wire::router::authenticate(authorization.as_deref(), secret.as_deref()) {
-        Ok(()) => JsValue::NULL,
-        Err(e) => Array::of3(&JsValue::from_str("A"), &JsValue::from(e.status()), &JsValue::from_str(&e.body())).into(),
-    }
-}
