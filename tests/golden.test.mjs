@@ -4,7 +4,7 @@
 // replays outside the test runner with all failures.
 
 import { goldenDir } from "./lib/golden.mjs";
-import { defineGoldenSuite } from "./lib/golden-suite.mjs";
+import { DELIBERATE, defineGoldenSuite } from "./lib/golden-suite.mjs";
 
 // Scenarios that must pass for `npm test` to be green.
 export const EXPECTED_PASS = [
@@ -18,19 +18,6 @@ export const EXPECTED_PASS = [
   "queue", "queue-deadletters",
   "retention",
 ];
-
-// Where we deliberately answer differently from the reference (wire.md §5 allows both
-// fixes; README "Compatibility notes"): seq -> the answer we give instead. Such a file
-// passes when exactly these seqs differ, each with exactly this answer.
-export const DELIBERATE = {
-  "router-quirks": Object.fromEntries([
-    ...["constructor", "__proto__", "toString", "hasOwnProperty", "valueOf"].map((b, i) => [
-      i + 1,
-      { status: 404, error: { name: "NotFound", message: `unknown binding: ${b}` } },
-    ]),
-    ...[6, 7, 8].map((seq) => [seq, { status: 400, error: { name: "BadRequest", message: "malformed rpc name" } }]),
-  ]),
-};
 
 defineGoldenSuite({
   dir: goldenDir(),

@@ -153,6 +153,11 @@ export async function replayFile(entry, options = {}) {
     // The 0.4.0 format (golden-0.4/README.md): UUID masking and the U map. Default: from the
     // folder's manifest.
     v040 = isGolden040(dir),
+    // Top-level members this worker adds to a JSON answer that the other client generation
+    // requires (tests/golden-conflicts.json "additiveMembers"): an answer that equals the
+    // recorded one once such a member (absent from the recording) is removed counts as
+    // matching, and is reported in `report.additive`.
+    additiveMembers = [],
   } = options;
   const started = performance.now();
   const lines = loadLines(dir, entry.file);
@@ -164,6 +169,7 @@ export async function replayFile(entry, options = {}) {
     callbacks: { total: 0, passed: 0 },
     failures: [],
     unexpected: [],
+    additive: {},
     aborted: null,
     durationMs: 0,
   };
@@ -231,7 +237,18 @@ export async function replayFile(entry, options = {}) {
     const actBytes = decodeBody(res);
     const actText = actBytes.toString("utf8");
     const actCt = res.headers["content-type"] ?? null;
-    const actNorm = binary ? `base64:${actBytes.toString("base64")}` : norm(actText, { firstLine: "bodyNote" in exp });
+    let actText2 = actText;
+    let actNorm = binary ? `base64:${actBytes.toString("base64")}` : norm(actText, { firstLine: "bodyNote" in exp });
+    let added = null;
+    if (!binary && actNorm !== expNorm && additiveMembers.length) {
+      // An additive member explains the difference when removing it leaves the recording.
+      const stripped = stripAdditive(actText, exp.body, additiveMembers);
+      if (stripped && norm(stripped.text) === expNorm) {
+        added = stripped.members;
+        actText2 = stripped.text;
+        actNorm = expNorm;
+      }
+    }
     const reasons = [];
     if (res.status !== exp.status) reasons.push("status");
     if (mediaType(actCt) !== mediaType(exp.contentType)) reasons.push("content-type");
@@ -241,7 +258,7 @@ export async function replayFile(entry, options = {}) {
     // from binary bodies (0.4 §3.4).
     const level2 = [];
     if (!binary) {
-      const actSource = "bodyNote" in exp ? actText.split("\n")[0] : actText;
+      const actSource = "bodyNote" in exp ? actText2.split("\n")[0] : actText2;
       if (v040) {
         const rec = extractTokens040(exp.body);
         const act = extractTokens040(actSource);
@@ -273,6 +290,7 @@ export async function replayFile(entry, options = {}) {
     if (level2.length) reasons.push("level2");
     if (reasons.length === 0) {
       report.exchanges.passed++;
+      for (const m of added || []) (report.additive[m] ||= []).push(line.seq);
       return "passed";
     }
     report.failures.push({
@@ -449,10 +467,32 @@ export const reportPassed = (r) =>
   r.exchanges.passed === r.exchanges.total &&
   r.callbacks.passed === r.callbacks.total;
 
+/**
+ * The actual JSON text without the listed top-level members that the recorded body lacks,
+ * or null when there is nothing to remove (or either body is not a JSON object).
+ */
+function stripAdditive(actualText, recordedText, members) {
+  let actual;
+  let recorded;
+  try {
+    actual = JSON.parse(actualText);
+    recorded = JSON.parse(recordedText);
+  } catch {
+    return null;
+  }
+  const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
+  if (!isObject(actual) || !isObject(recorded)) return null;
+  const removed = members.filter((m) => Object.hasOwn(actual, m) && !Object.hasOwn(recorded, m));
+  if (!removed.length) return null;
+  for (const m of removed) delete actual[m];
+  return { text: JSON.stringify(actual), members: removed };
+}
+
 export function summaryLine(r) {
   const parts = [`${r.exchanges.passed}/${r.exchanges.total} exchanges`];
   if (r.callbacks.total) parts.push(`${r.callbacks.passed}/${r.callbacks.total} callbacks`);
   if (r.unexpected.length) parts.push(`${r.unexpected.length} unexpected deliveries`);
+  for (const [m, seqs] of Object.entries(r.additive || {})) parts.push(`${seqs.length} with the additive member ${m}`);
   parts.push(`${(r.durationMs / 1000).toFixed(1)}s`);
   let s = `${r.scenario}: ${parts.join(", ")}`;
   if (r.aborted) s += ` — ABORTED: ${r.aborted}`;
