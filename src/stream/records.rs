@@ -116,7 +116,12 @@ fn invalid_meta() -> RpcError {
 impl StreamMeta {
     pub fn load(store: &mut dyn Store) -> StoreResult<StreamMeta> {
         let Some(text) = store.get(keys::META)? else { return Ok(StreamMeta::default()) };
-        let raw: RawMeta = serde_json::from_str(&text).map_err(|_| invalid_meta())?;
+        StreamMeta::parse(&text)
+    }
+
+    /// A stored `meta` (either layout).
+    pub fn parse(text: &str) -> StoreResult<StreamMeta> {
+        let raw: RawMeta = serde_json::from_str(text).map_err(|_| invalid_meta())?;
         StreamMeta::from_raw(raw)
     }
 
