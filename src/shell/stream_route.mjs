@@ -79,7 +79,7 @@ export async function streamChunks(request, env, rawSegment) {
     query.get("waitMs"),
   );
   if (d[0] === "A") return answer(d);
-  const stub = ns.get(ns.idFromName(d[1]));
+  const stub = ns.getByName(d[1]);
   if (d[0] === "W") {
     const body = await readLimited(request, MAX_WRITE_BODY);
     if (body === null) return answer(wasm.streamTooLarge());
