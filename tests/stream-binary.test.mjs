@@ -281,3 +281,30 @@ test("0.3 RPC methods and the binary route share one layout", async () => {
   await rpc("streams", "stream:mixed", "closeStream", ["wrun_m"]);
   assert.equal((await read("mixed", "wrun_m", { maxChunks: 0 })).decoded.state, "errored");
 });
+
+test("four waiting readers wake on one write; concurrent batches get contiguous ranges", async () => {
+  await write("fan", "wrun_f", ["0"]);
+  const readers = [1, 2, 3, 4].map(() => read("fan", "wrun_f", { start: 1, waitMs: 5000 }));
+  await sleep(300);
+  assert.equal(await waiters("fan"), 4);
+  await write("fan", "wrun_f", ["1"]);
+  for (const r of await Promise.all(readers)) {
+    assert.deepEqual(r.decoded, { state: "open", timedOut: false, startIndex: 1, tailIndex: 1, chunks: ["1"] });
+  }
+  assert.equal(await waiters("fan"), 0);
+
+  const batches = await Promise.all(Array.from({ length: 8 }, (_, i) => write("conc", "wrun_c", Array.from({ length: 1 + (i % 3) }, (_, j) => `${i}.${j}`))));
+  const ranges = batches.map((b) => [b.bytes.readInt32BE(8), b.bytes.readInt32BE(12)]).sort((a, b) => a[0] - b[0]);
+  let next = 0;
+  for (const [start, tail] of ranges) {
+    assert.equal(start, next);
+    next = tail + 1;
+  }
+  const all = (await read("conc", "wrun_c")).decoded.chunks;
+  assert.equal(all.length, next);
+  // Each batch's chunks are contiguous and in order.
+  for (const [start, tail] of ranges) {
+    const batch = all.slice(start, tail + 1).map((c) => c.split("."));
+    assert.ok(batch.every(([i, j], k) => i === batch[0][0] && Number(j) === k), JSON.stringify(batch));
+  }
+});
