@@ -13,9 +13,11 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import http from "node:http";
-import { dirname } from "node:path";
+import { cpSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
 import { Log, LogLevel, Miniflare } from "miniflare";
-import { readWranglerConfig, SCRIPT_PATH, STANDARD_VARS } from "./lib/harness.mjs";
+import { readWranglerConfig, ROOT, SCRIPT_PATH, startWorker, STANDARD_VARS } from "./lib/harness.mjs";
 import { makeRpc } from "./lib/rpc.mjs";
 
 const TYPE = "application/vnd.world-celld.stream-batch.v1";
@@ -130,7 +132,7 @@ function decode(b) {
   const chunks = [];
   for (let i = 0; i < count; i++) {
     const len = b.readUInt32BE(at);
-    chunks.push(b.subarray(at + 4, at + 4 + len).toString());
+    chunks.push(b.subarray(at + 4, at + 4 + len).toString("latin1"));
     at += 4 + len;
   }
   const out = { state: states[b[5]], timedOut: b[6] === 1, startIndex: b.readInt32BE(8), tailIndex: b.readInt32BE(12), chunks };
@@ -306,5 +308,58 @@ test("four waiting readers wake on one write; concurrent batches get contiguous 
   for (const [start, tail] of ranges) {
     const batch = all.slice(start, tail + 1).map((c) => c.split("."));
     assert.ok(batch.every(([i, j], k) => i === batch[0][0] && Number(j) === k), JSON.stringify(batch));
+  }
+});
+
+test("streams a 0.3 release wrote (tests/fixtures/upgrade-0.3) read, append, close and expire through the 0.4 route", async () => {
+  const fixtureDir = join(ROOT, "tests", "fixtures", "upgrade-0.3");
+  const fixture = JSON.parse(readFileSync(join(fixtureDir, "fixture.json"), "utf8"));
+  const dir = mkdtempSync(join(tmpdir(), "celld-stream-upgrade-"));
+  cpSync(join(fixtureDir, "state"), dir, { recursive: true });
+  const w = await startWorker({ persistDir: dir });
+  try {
+    const url = (s, query) => `${w.url.replace(/\/$/, "")}${path(s.name)}?runId=${s.runId}${query}`;
+    const get = async (s, query = "&startIndex=0&maxChunks=32&maxBytes=8388608&waitMs=0") => {
+      const r = await fetch(url(s, query), { headers: AUTH });
+      assert.equal(r.status, 200);
+      return decode(Buffer.from(await r.arrayBuffer()));
+    };
+    const b64 = (c) => Buffer.from(c, "latin1").toString("base64");
+    for (const s of fixture.streams) {
+      const got = await get(s);
+      assert.deepEqual(got.chunks.map(b64), s.chunks, s.name);
+      assert.equal(got.state, s.closed ? "closed" : "open", s.name);
+      assert.equal(got.tailIndex, s.chunks.length - 1, s.name);
+      // Reads are owner-checked on 0.3 data too.
+      const other = await fetch(url({ ...s, runId: "wrun_other" }, "&startIndex=0&maxChunks=1&maxBytes=1048576&waitMs=0"), { headers: AUTH });
+      assert.equal(other.status, 500);
+    }
+    const open = fixture.streams.find((s) => !s.closed);
+    const closed = fixture.streams.find((s) => s.closed);
+    // The open one continues at its persisted count; 0.3 and 0.4 readers see the same chunks.
+    const ack = await fetch(url(open, ""), { method: "POST", headers: { ...AUTH, "content-type": TYPE }, body: frame(["next"]) });
+    const a = Buffer.from(await ack.arrayBuffer());
+    assert.deepEqual([a.readInt32BE(8), a.readInt32BE(12)], [open.chunks.length, open.chunks.length]);
+    const page = await w.rpc("streams", `stream:${open.name}`, "getChunks", [{ startIndex: 0, limit: 10 }]);
+    assert.deepEqual(page.chunks.map((c) => Buffer.from(c).toString("base64")), [...open.chunks, Buffer.from("next").toString("base64")]);
+    // The closed one stays closed (first terminal state wins) and refuses writes.
+    await w.rpc("streams", `stream:${closed.name}`, "failStream", [closed.runId, "late"]);
+    assert.equal((await get(closed)).state, "closed");
+    const refused = await fetch(url(closed, ""), { method: "POST", headers: { ...AUTH, "content-type": TYPE }, body: frame(["x"]) });
+    assert.deepEqual(await refused.json(), { error: { name: "Error", message: "Cannot write to a closed stream" } });
+    // Paged expiry over chunks without sizes: one payload per page for those.
+    const pages = [];
+    for (let i = 0; i < 10; i++) {
+      const p = await w.rpc("streams", `stream:${closed.name}`, "expireStream", [closed.runId, 946684800000, { limit: 64 }]);
+      pages.push(p);
+      if (p.done) break;
+    }
+    assert.equal(pages.reduce((n, p) => n + p.chunks, 0), closed.chunks.length);
+    assert.equal(pages.filter((p) => p.deleted).length, 1);
+    const expired = await get(closed);
+    assert.deepEqual([expired.state, expired.tailIndex, expired.chunks.length], ["expired", -1, 0]);
+  } finally {
+    await w.dispose();
+    rmSync(dir, { recursive: true, force: true });
   }
 });
