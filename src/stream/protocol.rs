@@ -352,4 +352,35 @@ mod tests {
         assert_eq!(e.message(), "waitMs must be an integer between 0 and 20000");
         assert_eq!(p([None, Some("1"), Some("1048576"), Some("0")]).unwrap_err(), ProtocolError::Param(Param::StartIndex));
     }
+
+    /// Arbitrary bytes never panic the decoder; encoded batches decode to themselves, and
+    /// every truncation of a valid frame is refused.
+    #[test]
+    fn decoder_is_total_and_roundtrips() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..20_000 {
+            let len = (next() % 64) as usize;
+            let mut bytes: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+            if next() % 2 == 0 && bytes.len() >= 8 {
+                bytes[..6].copy_from_slice(b"WCSW\0\x01");
+            }
+            let _ = decode_write(&bytes);
+        }
+        for _ in 0..500 {
+            let n = 1 + (next() % 32) as usize;
+            let chunks: Vec<Vec<u8>> = (0..n).map(|_| (0..(next() % 40) as usize).map(|_| next() as u8).collect()).collect();
+            let refs: Vec<&[u8]> = chunks.iter().map(Vec::as_slice).collect();
+            let frame = encode_write(&refs);
+            let ranges = decode_write(&frame).unwrap();
+            assert_eq!(ranges.iter().map(|r| frame[r.clone()].to_vec()).collect::<Vec<_>>(), chunks);
+            let cut = (next() as usize) % frame.len();
+            assert!(decode_write(&frame[..cut]).is_err());
+        }
+    }
 }
