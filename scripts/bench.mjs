@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // npm run bench: benchmarks against the built worker (build/index.js) on Miniflare.
 //
-//   node scripts/bench.mjs                  every throughput workload (events, streams, queue, index)
+//   node scripts/bench.mjs                  every throughput workload (events, streams,
+//                                           streams-binary, queue, index)
 //   node scripts/bench.mjs queue events     selected workloads
 //   node scripts/bench.mjs --runs N ...     repeat the selected workloads N times
 //   node scripts/bench.mjs --http ...       drive the worker with node:http keep-alive instead
@@ -25,10 +26,17 @@ import { eventsWorkload } from "./bench/events.mjs";
 import { indexWorkload } from "./bench/index.mjs";
 import { queueWorkload } from "./bench/queue.mjs";
 import { streamsWorkload } from "./bench/streams.mjs";
+import { streamsBinaryWorkload } from "./bench/streams-binary.mjs";
 import { CPU_WORKLOADS, compareFiles, cpuMode } from "./bench/cpu.mjs";
 import { cpuDelta, findWorkerd, sampleCpu, workerdPids } from "./bench/proc.mjs";
 
-const WORKLOADS = { events: eventsWorkload, streams: streamsWorkload, queue: queueWorkload, index: indexWorkload };
+const WORKLOADS = {
+  events: eventsWorkload,
+  streams: streamsWorkload,
+  "streams-binary": streamsBinaryWorkload,
+  queue: queueWorkload,
+  index: indexWorkload,
+};
 
 function parseArgs(argv) {
   const opts = { transport: "fetch", runs: 1, concurrency: 8, builds: [], json: null, opsOverride: undefined, compare: null, verbose: false, names: [] };
@@ -111,7 +119,7 @@ for (const [i, name] of order.entries()) {
       console.log(`# ${name}: no server CPU figure: ${err.message}`);
     }
     const a = proc && sampleCpu(proc);
-    for (const line of await WORKLOADS[name](worker)) console.log(line);
+    for (const line of await WORKLOADS[name](worker, { proc })) console.log(line);
     if (proc) console.log(`${name}: workerd CPU over the whole workload (incl. read-back) ${cpuDelta(a, sampleCpu(proc)).ms.toFixed(0)} ms`);
   } catch (err) {
     failed++;

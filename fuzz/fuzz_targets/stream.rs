@@ -1,6 +1,7 @@
 //! `StreamDO` core ([`world_celld_rs::stream::call`]), both roles on one store, driven by
 //! arbitrary call sequences. Checks after every call: no panic, every stored value decodes
-//! (`meta`, chunks, registry entries), the chunk keys are exactly `0 … count-1` of `meta`,
+//! (`meta`, chunks, their sizes, registry entries), the chunk and chunk-size keys are exactly
+//! `0 … count-1` of `meta`,
 //! a successful `writeChunk` returns the previous count,
 //! and the reads (`getInfo`, `getChunks`, `listStreams`) agree with storage and never
 //! report corrupt storage.
@@ -12,7 +13,7 @@ use libfuzzer_sys::fuzz_target;
 use world_celld_rs::config::Config;
 use world_celld_rs::hop::{Args, Ctx};
 use world_celld_rs::store::{slot, MemoryStore};
-use world_celld_rs::stream::{self, keys, records::StreamMeta};
+use world_celld_rs::stream::{self, keys, records::StreamMeta, records::StreamState};
 use world_celld_rs::wire::router::Binding;
 use world_celld_rs::wire::{RpcError, Value};
 
@@ -73,7 +74,9 @@ impl Harness {
                 &self.store,
                 |key, text| {
                     if key == keys::META {
-                        serde_json::from_str::<StreamMeta>(text).map(|_| ()).map_err(|e| e.to_string())
+                        StreamMeta::parse(text).map(|_| ()).map_err(|e| e.message)
+                    } else if key.starts_with(keys::CHUNK_SIZE_PREFIX) {
+                        text.parse::<u64>().map(|_| ()).map_err(|e| e.to_string())
                     } else {
                         slot::decode(key, text).map(|_| ()).map_err(|e| e.message)
                     }
@@ -85,13 +88,16 @@ impl Harness {
         let chunks = keys_under(&self.store, keys::CHUNK_PREFIX);
         let want: Vec<String> = (0..meta.count).map(keys::chunk).collect();
         assert_eq!(chunks, want, "chunk keys are not 0..{}", meta.count);
+        let sizes = keys_under(&self.store, keys::CHUNK_SIZE_PREFIX);
+        let want: Vec<String> = (0..meta.count).map(keys::chunk_size).collect();
+        assert_eq!(sizes, want, "chunk-size keys are not 0..{}", meta.count);
 
         let before = last.then(|| self.store.data.clone());
         let info = self.read("getInfo", &[]);
         assert_not_corrupt("getInfo", &info);
         if let Ok(info) = &info {
-            assert_eq!(info.get("tailIndex"), Some(&meta.tail_index()));
-            assert_eq!(info.get("done"), Some(&Value::Bool(meta.closed)));
+            assert_eq!(info.get("tailIndex"), Some(&Value::Number(meta.tail_index() as f64)));
+            assert_eq!(info.get("done"), Some(&Value::Bool(meta.state == StreamState::Closed)));
         }
         let page = self.read("getChunks", &[Value::object([("startIndex", Value::num(0))])]);
         assert_not_corrupt("getChunks", &page);

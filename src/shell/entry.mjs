@@ -9,7 +9,7 @@ import { DurableObject } from "cloudflare:workers";
 import * as wasm from "./index.js";
 import { hop } from "./hop.mjs";
 import { pathnameOf } from "./path.mjs";
-import { streamChunks } from "./stream_route.mjs";
+import { isStreamRead, serveStreamRead, streamChunks, StreamWaiters } from "./stream_route.mjs";
 
 const MAX_BODY_BYTES = 33554432;
 /** The hourly maximum-age retention sweep's cron (spec-0.4 retention.md §5). */
@@ -297,6 +297,56 @@ export class WorkflowRunDO extends RustObject {
 
 export class StreamDO extends RustObject {
   static Rust = wasm.StreamObject;
+  /** Long-poll readers of this instance (stream_route.mjs). */
+  waiters = new StreamWaiters();
+
+  /** Any committed mutation (write, close, fail, expire) wakes the waiting readers. */
+  async rpc(method, name, data) {
+    const reply = await super.rpc(method, name, data);
+    if (reply[0] === 200 && !StreamDO.readOnly.has(method)) this.waiters.wake();
+    return reply;
+  }
+
+  /** The binary write (from the stream route): `[status, bytes]`, one transaction. */
+  writeChunks(runId, body) {
+    try {
+      const reply = this.transaction(() => this.rust().writeChunks(runId, body), true);
+      if (reply[0] === 200) this.waiters.wake();
+      return reply;
+    } catch (e) {
+      noteCritical(e);
+      throw e;
+    }
+  }
+
+  /** `fn()` in one synchronous storage transaction; with `rollback`, a non-200 reply undoes it. */
+  transaction(fn, rollback = false) {
+    let reply;
+    try {
+      this.ctx.storage.transactionSync(() => {
+        reply = fn();
+        if (rollback && reply[0] !== 200) throw ROLLBACK;
+      });
+    } catch (e) {
+      if (e !== ROLLBACK) throw e;
+    }
+    return reply;
+  }
+
+  async fetch(request) {
+    if (!isStreamRead(request)) return super.fetch(request);
+    try {
+      return await serveStreamRead(this, request);
+    } catch (e) {
+      noteCritical(e);
+      throw e;
+    }
+  }
+
+  /** Internal (tests): how many long-poll readers are waiting. Not routable. */
+  streamWaiters() {
+    return this.waiters.size;
+  }
 }
 
 export class IndexDO extends RustObject {

@@ -13,4 +13,5 @@ mod queue_do;
 mod run_do;
 mod serve;
 mod shards;
+mod stream_route;
 mod sweep;

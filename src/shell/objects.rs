@@ -41,6 +41,13 @@ fn serve(object: &Object, core: SyncCore, read_only: &[&str], method: &str, name
 #[wasm_bindgen(js_name = StreamObject)]
 pub struct StreamObject(Object);
 
+impl StreamObject {
+    /// The instance's storage (for the binary methods of `stream_route.rs`).
+    pub(super) fn storage(&self) -> &Storage {
+        &self.0.storage
+    }
+}
+
 #[wasm_bindgen(js_class = StreamObject)]
 impl StreamObject {
     /// The methods that never write, comma-separated (see `serve.rs`).

@@ -1,10 +1,15 @@
-//! Chunk-role methods (`stream-do.md` §2): the chunks of one stream, in an instance named
-//! `stream:<streamName>`.
+//! Chunk-role methods (spec-0.4 `stream.md` §2–8, and the legacy 0.3 methods of
+//! `stream-do.md` §2 kept over the same layout): the chunks of one stream, in an instance
+//! named `stream:<streamName>`.
 //!
-//! "Owner check" (writes and close): an expired stream refuses the *caller's* run
-//! (`Workflow run "<runId>" has expired`); a stream owned by another run refuses with
-//! `Stream is owned by workflow run "<owner>"`. Reads do no owner check: any run can read
-//! any stream by name.
+//! * Owner check ([`assert_owner`]): an empty runId is refused, and a stream owned by
+//!   another run. Binary reads are owner-checked; the legacy `getChunks`/`getInfo` are not.
+//! * Writable check ([`assert_writable`]): owner, then `expired`, `closed`, `errored`.
+//! * The first terminal state wins: `closeStream`/`failStream` on a stream that is not open
+//!   change nothing.
+//!
+//! Every method runs in one storage transaction (the shell's). The long-poll wait of a
+//! binary read is the shell's: [`read_snapshot`] is one synchronous snapshot.
 
 use crate::hop::Args;
 use crate::store::page::{fetch_values, list_budgeted, RESPONSE_BUDGET_BYTES};
@@ -12,66 +17,278 @@ use crate::store::{js_args, ListOptions, Store, Stored};
 use crate::wire::{js, RpcError, Value};
 
 use super::keys;
-use super::records::{decode_chunk, fence_value, put_chunk, StreamMeta};
+use super::protocol::{self, ProtocolError, ReadFrame, ReadParams, WireState};
+use super::records::{
+    chunk_wire_bytes, decode_chunk, fence_value, get_size, put_chunk, put_size, value_wire_len, StreamFailure, StreamMeta, StreamState,
+    MAX_COUNT,
+};
 use super::run_id;
 
-fn check_owner(meta: &StreamMeta, run_id: &str) -> Result<(), RpcError> {
-    if meta.is_expired() {
-        return Err(RpcError::error(format!("Workflow run \"{run_id}\" has expired")));
-    }
-    check_not_owned_by_other(meta, run_id)
+/// Why a chunk-role call is refused (all plain `Error`s, HTTP 500, except the protocol's).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    RunIdRequired,
+    OwnedBy(String),
+    RunExpired(String),
+    Closed,
+    Errored,
+    /// A legacy read of an expired stream.
+    StreamExpired,
+    /// A legacy read of an errored stream: the stored message.
+    Failed(String),
+    OffsetLimit,
+    Protocol(ProtocolError),
 }
 
-fn check_not_owned_by_other(meta: &StreamMeta, run_id: &str) -> Result<(), RpcError> {
+impl From<Refusal> for RpcError {
+    fn from(r: Refusal) -> RpcError {
+        match r {
+            Refusal::RunIdRequired => RpcError::error("Stream runId is required"),
+            Refusal::OwnedBy(owner) => RpcError::error(format!("Stream is owned by workflow run \"{owner}\"")),
+            Refusal::RunExpired(run) => RpcError::error(format!("Workflow run \"{run}\" has expired")),
+            Refusal::Closed => RpcError::error("Cannot write to a closed stream"),
+            Refusal::Errored => RpcError::error("Cannot write to an errored stream"),
+            Refusal::StreamExpired => RpcError::error("Stream has expired"),
+            Refusal::Failed(message) => RpcError::error(message),
+            Refusal::OffsetLimit => RpcError::error("Stream offset limit exceeded"),
+            Refusal::Protocol(p) => RpcError { name: ProtocolError::NAME.into(), message: p.message() },
+        }
+    }
+}
+
+pub fn assert_owner(meta: &StreamMeta, run_id: &str) -> Result<(), Refusal> {
+    if run_id.is_empty() {
+        return Err(Refusal::RunIdRequired);
+    }
     match &meta.owner_run_id {
-        Some(owner) if owner != run_id => Err(RpcError::error(format!("Stream is owned by workflow run \"{owner}\""))),
+        Some(owner) if owner != run_id => Err(Refusal::OwnedBy(owner.clone())),
         _ => Ok(()),
     }
 }
 
-fn expired_read() -> RpcError {
-    RpcError::error("Stream has expired")
+pub fn assert_writable(meta: &StreamMeta, run_id: &str) -> Result<(), Refusal> {
+    assert_owner(meta, run_id)?;
+    match meta.state {
+        StreamState::Open => Ok(()),
+        StreamState::Expired => Err(Refusal::RunExpired(run_id.to_string())),
+        StreamState::Closed => Err(Refusal::Closed),
+        StreamState::Errored => Err(Refusal::Errored),
+    }
 }
 
-/// `writeChunk(runId, bytes)` → the new chunk's 0-based index. Empty chunks are allowed.
+/// Append chunks after `meta.count` with their `chunk-size:` entries, and store the new
+/// meta `{count, state: "open", ownerRunId}`. Returns the first index.
+fn append(store: &mut dyn Store, meta: &StreamMeta, run_id: &str, chunks: &[(&Value, usize)]) -> Result<u64, RpcError> {
+    let start = meta.count;
+    let next = start + chunks.len() as u64;
+    if next > MAX_COUNT {
+        return Err(Refusal::OffsetLimit.into());
+    }
+    for (offset, (chunk, size)) in chunks.iter().enumerate() {
+        let index = start + offset as u64;
+        put_chunk(store, &keys::chunk(index), chunk)?;
+        put_size(store, index, *size)?;
+    }
+    StreamMeta { count: next, state: StreamState::Open, owner_run_id: Some(run_id.to_string()), ..Default::default() }.save(store)?;
+    Ok(start)
+}
+
+/// `writeChunks(runId, chunks)` (binary POST): the batch rules, the writable check, one
+/// contiguous append. Returns the 16-byte `WCSA` acknowledgement.
+pub fn write_chunks(store: &mut dyn Store, run_id: &str, chunks: &[&[u8]]) -> Result<[u8; 16], RpcError> {
+    protocol::validate_batch(chunks.iter().map(|c| c.len())).map_err(Refusal::Protocol)?;
+    let meta = StreamMeta::load(store)?;
+    assert_writable(&meta, run_id)?;
+    let start = meta.count;
+    if start + chunks.len() as u64 > MAX_COUNT {
+        return Err(Refusal::OffsetLimit.into());
+    }
+    for (offset, chunk) in chunks.iter().enumerate() {
+        let index = start + offset as u64;
+        store.put_bytes(&keys::chunk(index), chunk)?;
+        put_size(store, index, chunk.len())?;
+    }
+    let next = start + chunks.len() as u64;
+    StreamMeta { count: next, state: StreamState::Open, owner_run_id: Some(run_id.to_string()), ..Default::default() }.save(store)?;
+    Ok(protocol::encode_ack(start as u32, chunks.len() as u16))
+}
+
+/// `writeChunk(runId, bytes)` (0.3) → the new chunk's index. The 0.3 check order: an
+/// expired stream refuses the caller's run before the owner check.
 pub fn write_chunk(store: &mut dyn Store, args: Args) -> Result<Value, RpcError> {
     let run_id = run_id(args)?;
     let meta = StreamMeta::load(store)?;
-    check_owner(&meta, run_id)?;
-    if meta.closed {
-        return Err(RpcError::error("Cannot write to a closed stream"));
+    if meta.state == StreamState::Expired {
+        return Err(Refusal::RunExpired(run_id.to_string()).into());
     }
+    assert_writable(&meta, run_id)?;
     let chunk = args.raw(1).ok_or_else(js_args::put_undefined)?;
-    let index = meta.count;
-    let count = index.checked_add(1).ok_or_else(|| RpcError::range_error("Stream chunk index overflow"))?;
-    put_chunk(store, &keys::chunk(index), chunk)?;
-    StreamMeta { count, closed: false, owner_run_id: Some(run_id.to_string()), expired_at: None }.save(store)?;
+    let index = append(store, &meta, run_id, &[(chunk, value_wire_len(chunk))])?;
     Ok(Value::Number(index as f64))
 }
 
-/// `closeStream(runId)` → `null`. Idempotent; closing a never-written stream creates
-/// `{count: 0, closed: true, ownerRunId}`.
+/// `closeStream(runId)` → `null`. First terminal state wins.
 pub fn close_stream(store: &mut dyn Store, args: Args) -> Result<Value, RpcError> {
     let run_id = run_id(args)?;
     let meta = StreamMeta::load(store)?;
-    check_owner(&meta, run_id)?;
-    StreamMeta { owner_run_id: Some(run_id.to_string()), closed: true, ..meta }.save(store)?;
-    Ok(Value::Null)
+    assert_owner(&meta, run_id)?;
+    match meta.state {
+        StreamState::Expired => Err(Refusal::RunExpired(run_id.to_string()).into()),
+        StreamState::Open => {
+            StreamMeta { owner_run_id: Some(run_id.to_string()), state: StreamState::Closed, ..meta }.save(store)?;
+            Ok(Value::Null)
+        }
+        StreamState::Closed | StreamState::Errored => Ok(Value::Null),
+    }
 }
 
-/// `getChunks({startIndex, limit})` → `{chunks, done, tailIndex}`.
+/// Cut `s` to at most `max` UTF-16 units (never inside a surrogate pair).
+fn truncate_utf16(s: &str, max: usize) -> String {
+    let mut units = 0;
+    let mut out = String::new();
+    for c in s.chars() {
+        units += c.len_utf16();
+        if units > max {
+            break;
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The stored form of a `failStream` error (`stream-protocol` normalisation): `{name,
+/// message}` strings as given, anything else stringified with name `Error`; name ≤ 1024 and
+/// message ≤ 4096 UTF-16 units, then shrunk until the UTF-8 total is ≤ 16384 bytes.
+pub fn normalize_failure(error: Option<&Value>) -> StreamFailure {
+    let (name, message) = match error {
+        Some(v @ Value::Object(_)) => match (v.get("name").and_then(Value::as_str), v.get("message").and_then(Value::as_str)) {
+            (Some(n), Some(m)) => (n.to_string(), m.to_string()),
+            _ => ("Error".to_string(), js::to_js_string(Some(v))),
+        },
+        other => ("Error".to_string(), js::to_js_string(other)),
+    };
+    let mut name = truncate_utf16(&name, 1024);
+    let mut message = truncate_utf16(&message, 4096);
+    while name.len() + message.len() > protocol::MAX_ERROR_BYTES {
+        if !message.is_empty() {
+            message = truncate_utf16(&message, js::utf16_len(&message).saturating_sub(256));
+        } else {
+            name = truncate_utf16(&name, js::utf16_len(&name).saturating_sub(256));
+        }
+    }
+    StreamFailure { name, message }
+}
+
+/// `failStream(runId, error)` → `null`. First terminal state wins.
+pub fn fail_stream(store: &mut dyn Store, args: Args) -> Result<Value, RpcError> {
+    let run_id = run_id(args)?;
+    let failure = normalize_failure(args.raw(1));
+    let meta = StreamMeta::load(store)?;
+    assert_owner(&meta, run_id)?;
+    match meta.state {
+        StreamState::Expired => Err(Refusal::RunExpired(run_id.to_string()).into()),
+        StreamState::Open => {
+            StreamMeta { owner_run_id: Some(run_id.to_string()), state: StreamState::Errored, error: Some(failure), ..meta }.save(store)?;
+            Ok(Value::Null)
+        }
+        StreamState::Closed | StreamState::Errored => Ok(Value::Null),
+    }
+}
+
+/// One binary read snapshot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snapshot {
+    pub state: StreamState,
+    pub tail_index: i64,
+    pub chunks: Vec<Vec<u8>>,
+    pub error: Option<StreamFailure>,
+}
+
+impl Snapshot {
+    /// Should a long poll wait for the next change instead of answering this?
+    pub fn idle(&self, params: &ReadParams) -> bool {
+        self.chunks.is_empty() && self.state == StreamState::Open && params.wait_ms > 0 && params.max_chunks > 0
+    }
+
+    /// The `WCSR` frame of this snapshot.
+    pub fn frame(&self, params: &ReadParams, timed_out: bool) -> Result<Vec<u8>, RpcError> {
+        let state = match self.state {
+            StreamState::Open => WireState::Open,
+            StreamState::Closed => WireState::Closed,
+            StreamState::Errored => WireState::Errored,
+            StreamState::Expired => WireState::Expired,
+        };
+        protocol::encode_read(&ReadFrame {
+            state,
+            timed_out,
+            start_index: params.start_index,
+            tail_index: self.tail_index,
+            chunks: &self.chunks,
+            error: self.error.as_ref().map(|e| (e.name.as_str(), e.message.as_str())),
+        })
+        .map_err(|p| Refusal::Protocol(p).into())
+    }
+}
+
+/// The size of chunk `index`: its `chunk-size:` entry, or (0.3-written chunk) its payload's,
+/// backfilled when the store can write. Returns the payload too when it had to read it.
+fn size_of(store: &mut dyn Store, index: u64) -> Result<(u64, Option<Vec<u8>>), RpcError> {
+    if let Some(size) = get_size(store, index)? {
+        return Ok((size, None));
+    }
+    let key = keys::chunk(index);
+    let stored = store.get_value(&key)?.ok_or_else(|| RpcError::error(format!("Invalid persisted stream chunk at index {index}")))?;
+    let bytes = chunk_wire_bytes(&key, stored)?;
+    // A read-only store refuses: the backfill then waits for a call that writes.
+    let _ = put_size(store, index, bytes.len());
+    Ok((bytes.len() as u64, Some(bytes)))
+}
+
+/// `readChunks` snapshot (`stream.md` §4 step 2): owner check; at most `maxChunks` chunks
+/// from `startIndex`, the longest prefix within `maxBytes` (at least one, so that a legacy
+/// chunk larger than `maxBytes` cannot stall a reader); none when expired.
+pub fn read_snapshot(store: &mut dyn Store, run_id: &str, params: &ReadParams) -> Result<Snapshot, RpcError> {
+    let meta = StreamMeta::load(store)?;
+    assert_owner(&meta, run_id)?;
+    let start = u64::from(params.start_index);
+    let available = if meta.state == StreamState::Expired { 0 } else { meta.count.saturating_sub(start).min(u64::from(params.max_chunks)) };
+    let mut chunks = Vec::new();
+    let mut bytes = 0u64;
+    for index in start..start + available {
+        let (size, payload) = size_of(store, index)?;
+        if !chunks.is_empty() && bytes + size > u64::from(params.max_bytes) {
+            break;
+        }
+        let payload = match payload {
+            Some(p) => p,
+            None => {
+                let key = keys::chunk(index);
+                let stored = store.get_value(&key)?;
+                stored
+                    .map(|s| chunk_wire_bytes(&key, s))
+                    .transpose()?
+                    .filter(|p| p.len() as u64 == size)
+                    .ok_or_else(|| RpcError::error(format!("Invalid persisted stream chunk at index {index}")))?
+            }
+        };
+        bytes += size;
+        chunks.push(payload);
+    }
+    Ok(Snapshot { state: meta.state, tail_index: meta.tail_index(), chunks, error: meta.error })
+}
+
+/// `getChunks({startIndex, limit})` (0.3) → `{chunks, done, tailIndex}`.
 ///
 /// Starts at `max(0, startIndex)` (inclusive) and returns at most `limit` chunks (all when
 /// `limit` is absent), and at most [`RESPONSE_BUDGET_BYTES`] of them beyond the first (a
-/// short page then answers `done: false`). Argument handling is the reference's JavaScript: a missing argument
-/// is `Cannot read properties of undefined (reading 'startIndex')`, `startIndex` goes
-/// through `Math.max(0, …)` and the key is built from its decimal text, and `limit` is the
-/// platform's list limit (0, negative, `null` → `List limit must be positive.`).
+/// short page then answers `done: false`). Argument handling is the 0.3 reference's
+/// JavaScript: a missing argument is `Cannot read properties of undefined (reading
+/// 'startIndex')`, `startIndex` goes through `Math.max(0, …)` and the key is built from its
+/// decimal text, and `limit` is the platform's list limit (0, negative, `null` → `List
+/// limit must be positive.`). Expired → `Stream has expired`; errored → an `Error` with the
+/// stored message (so 0.3 readers stop instead of polling forever).
 pub fn get_chunks(store: &mut dyn Store, args: Args) -> Result<Value, RpcError> {
-    let meta = StreamMeta::load(store)?;
-    if meta.is_expired() {
-        return Err(expired_read());
-    }
+    let meta = legacy_readable(StreamMeta::load(store)?)?;
     let params = args.raw(0);
     let start = js::to_number(js::member(params, "startIndex")?);
     // Math.max(0, x): NaN stays NaN, −0 and negatives become 0.
@@ -84,11 +301,22 @@ pub fn get_chunks(store: &mut dyn Store, args: Args) -> Result<Value, RpcError> 
     let options = ListOptions { prefix: Some(keys::CHUNK_PREFIX.into()), start: Some(start_key), ..Default::default() };
     let page = list_budgeted(store, &options, limit, RESPONSE_BUDGET_BYTES, fetch_values, chunk_json_len)?;
     let chunks = page.entries.into_iter().map(|(key, stored)| decode_chunk(&key, stored)).collect::<Result<Vec<_>, _>>()?;
-    // A page the budget cut short is never the end: `readFromStream` advances by the chunks
-    // it got and asks again; `getStreamChunks` sees `hasMore: false` (fewer than limit + 1
-    // chunks) but `done: false`, so it cannot take the stream for finished.
-    let done = meta.closed && !page.truncated;
-    Ok(Value::object([("chunks", Value::Array(chunks)), ("done", Value::Bool(done)), ("tailIndex", meta.tail_index())]))
+    // A page the budget cut short is never the end: the client advances by the chunks it
+    // got and asks again.
+    let done = meta.state == StreamState::Closed && !page.truncated;
+    Ok(Value::object([
+        ("chunks", Value::Array(chunks)),
+        ("done", Value::Bool(done)),
+        ("tailIndex", Value::Number(meta.tail_index() as f64)),
+    ]))
+}
+
+fn legacy_readable(meta: StreamMeta) -> Result<StreamMeta, Refusal> {
+    match meta.state {
+        StreamState::Expired => Err(Refusal::StreamExpired),
+        StreamState::Errored => Err(Refusal::Failed(meta.error.map(|e| e.message).unwrap_or_default())),
+        StreamState::Open | StreamState::Closed => Ok(meta),
+    }
 }
 
 /// About the length of a stored chunk in the answer: base64 in a `Uint8Array` tag for
@@ -100,28 +328,124 @@ fn chunk_json_len(stored: &Stored) -> usize {
     }
 }
 
-/// `getInfo()` → `{tailIndex, done}`; an unknown stream is `{tailIndex: -1, done: false}`.
+/// `getInfo()` (0.3) → `{tailIndex, done}`; an unknown stream is `{tailIndex: -1, done: false}`.
 pub fn get_info(store: &mut dyn Store) -> Result<Value, RpcError> {
-    let meta = StreamMeta::load(store)?;
-    if meta.is_expired() {
-        return Err(expired_read());
-    }
-    Ok(Value::object([("tailIndex", meta.tail_index()), ("done", Value::Bool(meta.closed))]))
+    let meta = legacy_readable(StreamMeta::load(store)?)?;
+    Ok(Value::object([("tailIndex", Value::Number(meta.tail_index() as f64)), ("done", Value::Bool(meta.state == StreamState::Closed))]))
 }
 
-/// `expireStream(runId, expiredAt)` → `{deleted: true, chunks: n}`: deletes every chunk and
-/// leaves `meta = {count: 0, closed: true, ownerRunId, expiredAt}`. Only another owner is
-/// refused (an already expired stream is fine: idempotent). An absent `expiredAt` leaves the
-/// stream unfenced, as in the reference.
+/// `floor(v)` clamped to `1..=max`, `default` when absent or not a number.
+pub fn bounded_limit(v: Option<&Value>, default: u64, max: u64) -> u64 {
+    match v.and_then(Value::as_f64).filter(|n| n.is_finite()) {
+        Some(n) => n.floor().clamp(1.0, max as f64) as u64,
+        None => default,
+    }
+}
+
+/// One page of [`expire_stream`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ExpirePage {
+    deleted: bool,
+    chunks: u64,
+    bytes: u64,
+    done: bool,
+}
+
+/// Fence the stream and delete one bounded page of chunks (`stream.md` §8).
+fn expire_page(store: &mut dyn Store, run_id: &str, expired_at: &Value, limit: u64, byte_limit: u64) -> Result<ExpirePage, RpcError> {
+    let meta = StreamMeta::load(store)?;
+    assert_owner(&meta, run_id)?;
+    let first_fence = meta.state != StreamState::Expired;
+    let candidates = store.list(&ListOptions::prefix(keys::CHUNK_SIZE_PREFIX).limit(limit as usize + 1))?;
+    let mut page: Vec<(u64, u64)> = Vec::new();
+    let mut bytes = 0u64;
+    let mut taken = 0usize;
+    for (key, _) in candidates.iter().take(limit as usize) {
+        let Some(index) = keys::index_of(key) else {
+            // Not a key we write: drop it so that paging always progresses.
+            store.delete(key)?;
+            taken += 1;
+            continue;
+        };
+        let size = get_size(store, index)?.unwrap_or(0);
+        if !page.is_empty() && bytes + size > byte_limit {
+            break;
+        }
+        page.push((index, size));
+        bytes += size;
+        taken += 1;
+    }
+    let mut done = candidates.len() == taken;
+    if candidates.is_empty() {
+        // 0.3-written chunks have no size entries: one payload per page.
+        if let Some((key, stored)) = store.list_values(&ListOptions::prefix(keys::CHUNK_PREFIX).limit(1))?.into_iter().next() {
+            let size = chunk_wire_bytes(&key, stored).map_or(0, |b| b.len() as u64);
+            page.push((keys::index_of(&key).unwrap_or(0), size));
+            bytes = size;
+            store.delete(&key)?;
+        }
+    }
+    for (index, _) in &page {
+        store.delete(&keys::chunk(*index))?;
+        store.delete(&keys::chunk_size(*index))?;
+    }
+    if done {
+        done = store.list_keys(&ListOptions::prefix(keys::CHUNK_PREFIX).limit(1))?.is_empty();
+    }
+    if done && page.is_empty() && meta.state == StreamState::Expired && meta.payload_deleted == Some(true) {
+        return Ok(ExpirePage { deleted: false, chunks: 0, bytes: 0, done: true });
+    }
+    let count = if done { 0 } else { meta.count };
+    StreamMeta {
+        count,
+        owner_run_id: Some(run_id.to_string()),
+        state: StreamState::Expired,
+        error: None,
+        expired_at: Some(meta.expired_at.clone().unwrap_or_else(|| fence_value(expired_at))),
+        expired_chunk_count: Some(meta.expired_chunk_count.unwrap_or(meta.count)),
+        payload_deleted: Some(done),
+    }
+    .save(store)?;
+    Ok(ExpirePage { deleted: first_fence, chunks: page.len() as u64, bytes, done })
+}
+
+/// `expireStream(runId, expiredAt, options?)`.
+///
+/// * With `options` (the 0.4 cleanup always passes them): one bounded page, `limit`
+///   1..64 (default 64), `byteLimit` 1..16777216 (default 16 MiB) →
+///   `{deleted, chunks, bytes, done}`; `deleted` only on the call that installed the fence.
+/// * Without (the 0.3 cleanup, and the 0.3 golden transcript): every page at once →
+///   `{deleted: true, chunks}` as 0.3 answered.
 pub fn expire_stream(store: &mut dyn Store, args: Args) -> Result<Value, RpcError> {
     let run_id = run_id(args)?;
-    let meta = StreamMeta::load(store)?;
-    check_not_owned_by_other(&meta, run_id)?;
-    // Keys only: chunk values may be bytes.
-    let chunks = store.list_keys(&ListOptions::prefix(keys::CHUNK_PREFIX))?;
-    for key in &chunks {
-        store.delete(key)?;
+    let expired_at = args.raw(1).cloned().unwrap_or(Value::Null);
+    match args.present(2) {
+        Some(options) => {
+            let limit = bounded_limit(options.get("limit"), 64, 64);
+            let byte_limit = bounded_limit(options.get("byteLimit"), 16_777_216, 16_777_216);
+            let p = expire_page(store, run_id, &expired_at, limit, byte_limit)?;
+            Ok(Value::object([
+                ("deleted", Value::Bool(p.deleted)),
+                ("chunks", Value::Number(p.chunks as f64)),
+                ("bytes", Value::Number(p.bytes as f64)),
+                ("done", Value::Bool(p.done)),
+            ]))
+        }
+        None => {
+            let mut chunks = 0;
+            loop {
+                let p = expire_page(store, run_id, &expired_at, 64, 16_777_216)?;
+                chunks += p.chunks;
+                if p.done {
+                    break;
+                }
+            }
+            if args.raw(1).is_none() {
+                // 0.3 stored `expiredAt: undefined`: the chunks are gone but nothing is fenced.
+                let meta = StreamMeta::load(store)?;
+                StreamMeta { count: 0, state: StreamState::Closed, owner_run_id: meta.owner_run_id, ..Default::default() }.save(store)?;
+            }
+            Ok(Value::object([("deleted", Value::Bool(true)), ("chunks", Value::Number(chunks as f64))]))
+        }
     }
-    StreamMeta { count: 0, closed: true, owner_run_id: Some(run_id.to_string()), expired_at: args.raw(1).map(fence_value) }.save(store)?;
-    Ok(Value::object([("deleted", Value::Bool(true)), ("chunks", Value::Number(chunks.len() as f64))]))
 }

@@ -4,9 +4,11 @@
 pub const META: &str = "meta";
 /// Chunk-role payload keys: `chunk:<index zero-padded to 12 digits>`.
 pub const CHUNK_PREFIX: &str = "chunk:";
+/// Chunk-role size index: `chunk-size:<index zero-padded to 12 digits>` = byte length.
+pub const CHUNK_SIZE_PREFIX: &str = "chunk-size:";
 /// Registry role: the run that owns the registry.
 pub const REGISTRY_OWNER: &str = "registry:owner";
-/// Registry role: the expiry fence (`expiredAt` epoch ms).
+/// Registry role: the expiry fence `{expiredAt, deleted}` (0.3: the bare `expiredAt`).
 pub const REGISTRY_EXPIRED: &str = "registry:expired";
 /// Registry role: one key per registered stream name, value `true`.
 pub const STREAM_PREFIX: &str = "stream:";
@@ -14,6 +16,16 @@ pub const STREAM_PREFIX: &str = "stream:";
 /// `chunk:<index padded to 12 digits>` for a chunk index we allocated.
 pub fn chunk(index: u64) -> String {
     format!("{CHUNK_PREFIX}{index:012}")
+}
+
+/// `chunk-size:<index padded to 12 digits>`.
+pub fn chunk_size(index: u64) -> String {
+    format!("{CHUNK_SIZE_PREFIX}{index:012}")
+}
+
+/// The index of a `chunk:` or `chunk-size:` key (`None` for a key we did not write).
+pub fn index_of(key: &str) -> Option<u64> {
+    key.strip_prefix(CHUNK_SIZE_PREFIX).or_else(|| key.strip_prefix(CHUNK_PREFIX)).and_then(|d| d.parse().ok())
 }
 
 /// The key the reference builds for a read position: `String(n).padStart(12, "0")`, whatever
@@ -41,5 +53,9 @@ mod tests {
         assert_eq!(chunk_at("1.5"), "chunk:0000000001.5");
         assert_eq!(chunk_at("NaN"), "chunk:000000000NaN");
         assert_eq!(registered("a/b c"), "stream:a/b c");
+        assert_eq!(chunk_size(3), "chunk-size:000000000003");
+        assert_eq!(index_of("chunk-size:000000000003"), Some(3));
+        assert_eq!(index_of("chunk:000000000012"), Some(12));
+        assert_eq!(index_of("chunk:x"), None);
     }
 }

@@ -5,7 +5,9 @@ use crate::hop::Args;
 use crate::store::{js_args, slot, ListOptions, Store};
 use crate::wire::{js, RpcError, Value};
 
+use super::chunks::bounded_limit;
 use super::keys;
+use super::records::RegistryExpiry;
 use super::run_id;
 
 fn owner(store: &mut dyn Store) -> Result<Option<String>, RpcError> {
@@ -67,26 +69,49 @@ pub fn list_streams(store: &mut dyn Store) -> Result<Value, RpcError> {
     Ok(names_value(names(store)?))
 }
 
-/// `expireRegistry(runId, expiredAt)` → `{streams}`: fences the registry and returns every
-/// registered name. Idempotent.
+/// `expireRegistry(runId, expiredAt, options?)` → `{streams}`: fences the registry
+/// (`registry:expired` = the existing record or `{expiredAt, deleted: 0}`) and returns the
+/// registered names, at most `options.limit` (1..128, default 16) when `options` is given
+/// (the 0.4 cleanup), all of them without (0.3). Idempotent.
 pub fn expire_registry(store: &mut dyn Store, args: Args) -> Result<Value, RpcError> {
     let run_id = run_id(args)?;
     check_owner(store, run_id)?;
-    store.put(keys::REGISTRY_OWNER, &slot::encode(&Value::str(run_id)))?;
     let expired_at = args.raw(1).ok_or_else(js_args::put_undefined)?;
-    store.put(keys::REGISTRY_EXPIRED, &slot::encode(expired_at))?;
-    Ok(Value::object([("streams", names_value(names(store)?))]))
+    store.put(keys::REGISTRY_OWNER, &slot::encode(&Value::str(run_id)))?;
+    let expiry = RegistryExpiry::load(store)?.unwrap_or(RegistryExpiry { expired_at: expired_at.clone(), deleted: 0 });
+    expiry.save(store)?;
+    let mut names = names(store)?;
+    if let Some(options) = args.present(2) {
+        names.truncate(bounded_limit(options.get("limit"), 16, 128) as usize);
+    }
+    Ok(Value::object([("streams", names_value(names))]))
 }
 
-/// `finalizeRegistry(runId)` → `null`: once fenced by this run, drops the `stream:*`
-/// entries (leaving `registry:owner` and `registry:expired`).
+/// `finalizeRegistry(runId, streams?)`: once fenced by this run, drops registry entries.
+///
+/// * With `streams` (0.4): only those names (deduplicated) → `{deleted, done}`, `deleted`
+///   the cumulative count kept in `registry:expired`, `done` when no entry remains.
+/// * Without (0.3): every entry → `null`.
 pub fn finalize_registry(store: &mut dyn Store, args: Args) -> Result<Value, RpcError> {
     let run_id = run_id(args)?;
-    if owner(store)?.as_deref() != Some(run_id) || !is_expired(store)? {
-        return Err(RpcError::error(format!("Stream registry for workflow run \"{run_id}\" is not expired")));
+    let expiry = match RegistryExpiry::load(store)? {
+        Some(e) if owner(store)?.as_deref() == Some(run_id) => e,
+        _ => return Err(RpcError::error(format!("Stream registry for workflow run \"{run_id}\" is not expired"))),
+    };
+    let Some(streams) = args.present(1) else {
+        for name in names(store)? {
+            store.delete(&keys::registered(&name))?;
+        }
+        return Ok(Value::Null);
+    };
+    let mut removed = 0u64;
+    for name in js::for_of_elements(Some(streams), "streams")? {
+        if store.delete(&keys::registered(&js::to_js_string(Some(&name))))? {
+            removed += 1;
+        }
     }
-    for name in names(store)? {
-        store.delete(&keys::registered(&name))?;
-    }
-    Ok(Value::Null)
+    let deleted = expiry.deleted + removed;
+    RegistryExpiry { deleted, ..expiry }.save(store)?;
+    let done = store.list_keys(&ListOptions::prefix(keys::STREAM_PREFIX).limit(1))?.is_empty();
+    Ok(Value::object([("deleted", Value::Number(deleted as f64)), ("done", Value::Bool(done))]))
 }

@@ -64,10 +64,12 @@ fn writes_get_dense_indexes_and_keep_exact_bytes() {
     assert_eq!(st.ok("getChunks", vec![range(0.0, Some(3.0))]), page(vec![bytes(b"hello "), bytes(&[0xF0, 0x9F])], true, 1.0));
     let e = st.err("writeChunk", vec![s("r1"), bytes(b"late")]);
     assert_eq!(e, RpcError::error("Cannot write to a closed stream"));
-    // Storage layout: meta + one key per chunk, 12-digit indexes, bytes as raw bytes.
-    assert_eq!(st.store.keys(), ["chunk:000000000000", "chunk:000000000001", "meta"]);
+    // Storage layout (0.4): meta + a payload and a size per chunk, 12-digit indexes, bytes
+    // as raw bytes.
+    assert_eq!(st.store.keys(), ["chunk-size:000000000000", "chunk-size:000000000001", "chunk:000000000000", "chunk:000000000001", "meta"]);
     assert_eq!(st.store.data["chunk:000000000001"], Stored::Bytes(vec![0xF0, 0x9F]));
-    assert_eq!(st.store.data["meta"], r#"{"count":2,"closed":true,"ownerRunId":"r1"}"#);
+    assert_eq!(st.store.data["chunk-size:000000000001"], "2");
+    assert_eq!(st.store.data["meta"], r#"{"count":2,"state":"closed","ownerRunId":"r1"}"#);
 }
 
 #[test]
@@ -170,7 +172,10 @@ fn expiry_fences_reads_and_writes() {
     let again = Value::object([("deleted", Value::Bool(true)), ("chunks", Value::num(0))]);
     assert_eq!(st.ok("expireStream", vec![s("a"), Value::num(946_684_800_000.0)]), again);
     assert_eq!(st.store.keys(), ["meta"]);
-    assert_eq!(st.store.data["meta"], r#"{"count":0,"closed":true,"ownerRunId":"a","expiredAt":946684800000}"#);
+    assert_eq!(
+        st.store.data["meta"],
+        r#"{"count":0,"state":"expired","ownerRunId":"a","expiredAt":946684800000,"expiredChunkCount":2,"payloadDeleted":true}"#
+    );
     let expired = RpcError::error("Stream has expired");
     assert_eq!(st.err("getInfo", vec![]), expired);
     assert_eq!(st.err("getChunks", vec![range(0.0, Some(1.0))]), expired);
@@ -383,4 +388,176 @@ fn register_stream_takes_a_null_run_id_like_the_reference() {
     assert_eq!(reg.err("registerStream", vec![Value::object([("a", s("b"))])]).message, "runId must be a string");
     assert_eq!(reg.err("registerStream", vec![]).message, "put() called with undefined value.");
     assert_eq!(reg.ok("listStreams", vec![]), Value::Array(vec![s("out"), s("undefined")]));
+}
+
+// --- 0.4 (spec-0.4 stream.md) -----------------------------------------------------------
+
+use super::chunks::{read_snapshot, Snapshot};
+use super::protocol::{encode_write, ReadParams};
+use super::records::{StreamFailure, StreamState};
+
+fn params(start: u32, max_chunks: u32, max_bytes: u32, wait_ms: u32) -> ReadParams {
+    ReadParams { start_index: start, max_chunks, max_bytes, wait_ms }
+}
+
+impl Instance {
+    fn write(&mut self, run: &str, chunks: &[&[u8]]) -> Result<Vec<u8>, RpcError> {
+        let body = encode_write(chunks);
+        self.store.transaction(|s| super::write_frame(s, run, &body)).map(|a| a.to_vec())
+    }
+    fn read(&mut self, run: &str, p: ReadParams) -> Result<Snapshot, RpcError> {
+        self.store.transaction(|s| read_snapshot(s, run, &p))
+    }
+}
+
+#[test]
+fn batches_append_contiguously_and_reads_are_bounded() {
+    let mut st = Instance::new("stream:b");
+    assert_eq!(st.write("r", &[b"\x01\x02\x03", b"\x04"]).unwrap(), super::protocol::encode_ack(0, 2).to_vec());
+    assert_eq!(st.write("r", &[b"", b"xyz"]).unwrap(), super::protocol::encode_ack(2, 2).to_vec());
+    let snap = st.read("r", params(1, 32, 1 << 20, 0)).unwrap();
+    assert_eq!(
+        snap,
+        Snapshot { state: StreamState::Open, tail_index: 3, chunks: vec![b"\x04".to_vec(), vec![], b"xyz".to_vec()], error: None }
+    );
+    assert_eq!(st.read("r", params(0, 2, 1 << 20, 0)).unwrap().chunks.len(), 2);
+    assert_eq!(st.read("r", params(0, 0, 1 << 20, 0)).unwrap().chunks.len(), 0);
+    assert!(st.read("r", params(9, 32, 1 << 20, 5)).unwrap().idle(&params(9, 32, 1 << 20, 5)));
+    assert!(!st.read("r", params(9, 32, 1 << 20, 0)).unwrap().idle(&params(9, 32, 1 << 20, 0)));
+    // maxBytes cuts the page at the longest prefix that fits.
+    let mut big = Instance::new("stream:big2");
+    let mib = vec![7u8; 1 << 20];
+    big.write("r", &[&mib, b"x", &mib]).unwrap();
+    assert_eq!(big.read("r", params(0, 32, 1 << 20, 0)).unwrap().chunks.len(), 1);
+    assert_eq!(big.read("r", params(0, 32, (1 << 20) + 1, 0)).unwrap().chunks.len(), 2);
+    // Owner checks on reads and writes.
+    let owned = RpcError::error("Stream is owned by workflow run \"r\"");
+    assert_eq!(st.read("x", params(0, 1, 1 << 20, 0)).unwrap_err(), owned);
+    assert_eq!(st.write("x", &[b"a"]).unwrap_err(), owned);
+    assert_eq!(st.read("", params(0, 1, 1 << 20, 0)).unwrap_err(), RpcError::error("Stream runId is required"));
+    // A bad frame is a protocol error and writes nothing.
+    let e = st.store.transaction(|s| super::write_frame(s, "r", b"WCSW")).unwrap_err();
+    assert_eq!(
+        (e.name.as_str(), e.message.as_str()),
+        ("StreamProtocolError", "world-celld: invalid stream protocol: truncated write header")
+    );
+    // Legacy reads see the batches.
+    assert_eq!(st.ok("getInfo", vec![]), info(3.0, false));
+    assert_eq!(st.ok("writeChunk", vec![s("r"), bytes(b"L")]), Value::num(4));
+    assert_eq!(st.read("r", params(4, 32, 1 << 20, 0)).unwrap().chunks, vec![b"L".to_vec()]);
+}
+
+#[test]
+fn first_terminal_state_wins_and_errors_reach_readers() {
+    let mut st = Instance::new("stream:t");
+    st.write("r", &[b"a", b"b"]).unwrap();
+    st.ok("failStream", vec![s("r"), Value::object([("name", s("MyError")), ("message", s("went wrong é"))])]);
+    st.ok("closeStream", vec![s("r")]);
+    st.ok("failStream", vec![s("r"), s("second")]);
+    let snap = st.read("r", params(0, 32, 1 << 20, 2000)).unwrap();
+    assert_eq!(snap.state, StreamState::Errored);
+    assert_eq!(snap.chunks.len(), 2);
+    assert_eq!(snap.error, Some(StreamFailure { name: "MyError".into(), message: "went wrong é".into() }));
+    assert_eq!(st.write("r", &[b"c"]).unwrap_err(), RpcError::error("Cannot write to an errored stream"));
+    // 0.3 readers get the stored message.
+    assert_eq!(st.err("getInfo", vec![]), RpcError::error("went wrong é"));
+    assert_eq!(st.err("getChunks", vec![range(0.0, None)]), RpcError::error("went wrong é"));
+    assert_eq!(st.err("writeChunk", vec![s("r"), bytes(b"x")]), RpcError::error("Cannot write to an errored stream"));
+    let mut c = Instance::new("stream:c");
+    st = Instance::new("stream:c2");
+    c.ok("closeStream", vec![s("r")]);
+    c.ok("failStream", vec![s("r"), s("late")]);
+    assert_eq!(c.read("r", params(0, 0, 1 << 20, 0)).unwrap().state, StreamState::Closed);
+    // A string error; odd values are stringified.
+    st.ok("failStream", vec![s("r"), s("plain failure")]);
+    assert_eq!(
+        st.read("r", params(0, 0, 1 << 20, 0)).unwrap().error,
+        Some(StreamFailure { name: "Error".into(), message: "plain failure".into() })
+    );
+    let n = super::chunks::normalize_failure(Some(&Value::object([("name", s(&"n".repeat(2000))), ("message", s(&"é".repeat(5000)))])));
+    assert_eq!((n.name.len(), n.message.chars().count()), (1024, 4096));
+    assert_eq!(super::chunks::normalize_failure(Some(&Value::num(5))).message, "5");
+}
+
+#[test]
+fn legacy_data_reads_and_backfills_sizes() {
+    let mut st = Instance::new("stream:legacy");
+    // What 0.3 left: chunks without sizes, the 0.3 meta.
+    st.store.put_bytes("chunk:000000000000", b"hi").unwrap();
+    st.store.put("chunk:000000000001", "j[1,2]").unwrap();
+    st.store.put("meta", r#"{"count":2,"closed":true,"ownerRunId":"r"}"#).unwrap();
+    let snap = st.read("r", params(0, 32, 1 << 20, 0)).unwrap();
+    assert_eq!((snap.state, snap.tail_index), (StreamState::Closed, 1));
+    assert_eq!(snap.chunks, vec![b"hi".to_vec(), b"[1,2]".to_vec()]);
+    assert_eq!(st.store.data["chunk-size:000000000000"], "2");
+    assert_eq!(st.store.data["chunk-size:000000000001"], "5");
+    // An expired 0.3 stream.
+    let mut ex = Instance::new("stream:legacy-ex");
+    ex.store.put("meta", r#"{"count":0,"closed":true,"ownerRunId":"r","expiredAt":5}"#).unwrap();
+    assert_eq!(ex.read("r", params(0, 32, 1 << 20, 0)).unwrap().state, StreamState::Expired);
+    assert_eq!(ex.err("getInfo", vec![]), RpcError::error("Stream has expired"));
+    // A corrupt size is refused.
+    st.store.put("chunk-size:000000000000", "\"x\"").unwrap();
+    assert_eq!(st.read("r", params(0, 1, 1 << 20, 0)).unwrap_err(), RpcError::error("Invalid persisted stream chunk size at index 0"));
+}
+
+#[test]
+fn expiry_pages_with_options() {
+    let mut st = Instance::new("stream:p");
+    let chunks: Vec<Vec<u8>> = (0..5u8).map(|i| vec![i; 10]).collect();
+    let refs: Vec<&[u8]> = chunks.iter().map(Vec::as_slice).collect();
+    st.write("r", &refs).unwrap();
+    let opts = |limit: f64| Value::object([("limit", Value::num(limit))]);
+    let r = |d: bool, c: f64, b: f64, done: bool| {
+        Value::object([("deleted", Value::Bool(d)), ("chunks", Value::num(c)), ("bytes", Value::num(b)), ("done", Value::Bool(done))])
+    };
+    assert_eq!(st.ok("expireStream", vec![s("r"), Value::num(7), opts(2.0)]), r(true, 2.0, 20.0, false));
+    // While paging: expired, no chunks, the old tail.
+    let snap = st.read("r", params(0, 32, 1 << 20, 0)).unwrap();
+    assert_eq!((snap.state, snap.tail_index, snap.chunks.len()), (StreamState::Expired, 4, 0));
+    assert_eq!(st.ok("expireStream", vec![s("r"), Value::num(8), opts(2.0)]), r(false, 2.0, 20.0, false));
+    let byte_bound = Value::object([("limit", Value::num(64)), ("byteLimit", Value::num(1))]);
+    assert_eq!(st.ok("expireStream", vec![s("r"), Value::num(8), byte_bound]), r(false, 1.0, 10.0, true));
+    assert_eq!(st.ok("expireStream", vec![s("r"), Value::num(8), opts(2.0)]), r(false, 0.0, 0.0, true));
+    assert_eq!(st.store.keys(), ["meta"]);
+    assert_eq!(
+        st.store.data["meta"],
+        r#"{"count":0,"state":"expired","ownerRunId":"r","expiredAt":7,"expiredChunkCount":5,"payloadDeleted":true}"#
+    );
+    assert_eq!(st.read("r", params(0, 32, 1 << 20, 0)).unwrap().tail_index, -1);
+    assert_eq!(st.write("r", &[b"x"]).unwrap_err(), RpcError::error("Workflow run \"r\" has expired"));
+    assert_eq!(st.err("expireStream", vec![s("o"), Value::num(1), opts(1.0)]), RpcError::error("Stream is owned by workflow run \"r\""));
+    // 0.3-written chunks (no sizes) are deleted one per page.
+    let mut old = Instance::new("stream:old-p");
+    old.store.put_bytes("chunk:000000000000", b"ab").unwrap();
+    old.store.put_bytes("chunk:000000000001", b"c").unwrap();
+    old.store.put("meta", r#"{"count":2,"closed":false,"ownerRunId":"r"}"#).unwrap();
+    assert_eq!(old.ok("expireStream", vec![s("r"), Value::num(1), Value::object([("limit", Value::num(64))])]), r(true, 1.0, 2.0, false));
+    assert_eq!(old.ok("expireStream", vec![s("r"), Value::num(1), Value::object([("limit", Value::num(64))])]), r(false, 1.0, 1.0, true));
+    assert_eq!(old.store.keys(), ["meta"]);
+}
+
+#[test]
+fn registry_pages_with_options_and_reads_numeric_fences() {
+    let mut reg = Instance::new("run-streams:w");
+    for name in ["a", "b", "c"] {
+        reg.ok("registerStream", vec![s("w"), s(name)]);
+    }
+    let limit = Value::object([("limit", Value::num(2))]);
+    let names = |n: &[&str]| Value::object([("streams", Value::Array(n.iter().map(|x| s(x)).collect()))]);
+    assert_eq!(reg.ok("expireRegistry", vec![s("w"), Value::num(9), limit.clone()]), names(&["a", "b"]));
+    let fin = |d: f64, done: bool| Value::object([("deleted", Value::num(d)), ("done", Value::Bool(done))]);
+    let list = |n: &[&str]| Value::Array(n.iter().map(|x| s(x)).collect());
+    assert_eq!(reg.ok("finalizeRegistry", vec![s("w"), list(&["a", "b", "a"])]), fin(2.0, false));
+    assert_eq!(reg.ok("finalizeRegistry", vec![s("w"), list(&["a"])]), fin(2.0, false));
+    assert_eq!(reg.ok("expireRegistry", vec![s("w"), Value::num(10), limit]), names(&["c"]));
+    assert_eq!(reg.ok("finalizeRegistry", vec![s("w"), list(&["c"])]), fin(3.0, true));
+    assert_eq!(reg.store.data["registry:expired"], r#"j{"deleted":3,"expiredAt":9}"#);
+    // A 0.3 numeric fence reads as {expiredAt, deleted: 0}.
+    let mut old = Instance::new("run-streams:o");
+    old.store.put("registry:owner", "so").unwrap();
+    old.store.put("registry:expired", "j5").unwrap();
+    old.store.put("stream:x", "jtrue").unwrap();
+    assert_eq!(old.ok("finalizeRegistry", vec![s("o"), list(&["x"])]), fin(1.0, true));
+    assert_eq!(old.store.data["registry:expired"], r#"j{"deleted":1,"expiredAt":5}"#);
 }
