@@ -30,6 +30,7 @@
 //!   here (JavaScript would redeliver immediately with `Infinity`).
 
 pub mod delivery;
+pub mod driver;
 pub mod methods;
 pub mod state;
 
@@ -41,7 +42,7 @@ use crate::store::alarm::Alarm;
 use crate::store::Store;
 use crate::wire::{RpcError, Value};
 
-pub use state::Row;
+pub use state::{Lifecycle, Row};
 
 pub const CLASS: &str = "QueueDO";
 
@@ -56,16 +57,36 @@ pub const ALARM_READERS: [&str; 4] = ["enqueue", "stats", "redriveDeadLetter", "
 /// The methods that never write (the shell serves them outside a transaction).
 pub const READ_ONLY: [&str; 2] = ["stats", "listDeadLetters"];
 
-/// Dispatch one RPC method (inside one storage transaction).
+/// The methods routable on the `queue` binding (spec-0.4 `wire.md` §7).
+pub const METHODS: [&str; 8] =
+    ["enqueue", "stats", "listDeadLetters", "redriveDeadLetter", "purgeDeadLetters", "rearmAlarm", "expireRun", "acknowledgeExpireRun"];
+
+/// Dispatch one RPC method (inside one storage transaction), with no run DO answer:
+/// only the queue's own fences mark runs expired. See [`call_checked`].
 pub fn call(store: &mut dyn Store, ctx: &Ctx, alarm: &mut Alarm, method: &str, args: Args) -> Result<Value, RpcError> {
+    call_checked(store, ctx, alarm, method, args, &Lifecycle::unknown())
+}
+
+/// Dispatch one RPC method (inside one storage transaction). `lifecycle` is what the run
+/// DOs answered for the runs [`driver::runs_to_check`] named, asked before the
+/// transaction.
+pub fn call_checked(
+    store: &mut dyn Store,
+    ctx: &Ctx,
+    alarm: &mut Alarm,
+    method: &str,
+    args: Args,
+    lifecycle: &Lifecycle,
+) -> Result<Value, RpcError> {
     match method {
-        "enqueue" => methods::enqueue(store, ctx, alarm, args),
+        "enqueue" => methods::enqueue(store, ctx, alarm, args, lifecycle),
         "stats" => methods::stats(store, alarm),
         "listDeadLetters" => methods::list_dead_letters(store, args),
-        "redriveDeadLetter" => methods::redrive_dead_letter(store, ctx, alarm, args),
+        "redriveDeadLetter" => methods::redrive_dead_letter(store, ctx, alarm, args, lifecycle),
         "purgeDeadLetters" => methods::purge_dead_letters(store),
         "rearmAlarm" => methods::rearm_alarm(store, ctx, alarm),
         "expireRun" => methods::expire_run(store, ctx, alarm, args),
+        "acknowledgeExpireRun" => methods::acknowledge_expire_run(store, ctx, alarm, args),
         other => Err(RpcError::type_error(format!("QueueDO has no method {other}"))),
     }
 }

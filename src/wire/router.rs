@@ -71,7 +71,7 @@ impl Binding {
             ],
             Binding::Streams => &crate::stream::METHODS,
             Binding::Index => &crate::index::METHODS,
-            Binding::Queue => &["enqueue", "stats", "listDeadLetters", "redriveDeadLetter", "purgeDeadLetters", "rearmAlarm", "expireRun"],
+            Binding::Queue => &crate::queue::METHODS,
         }
     }
 }
