@@ -36,6 +36,8 @@ pub mod state;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests04;
 
 use crate::hop::{Args, Ctx};
 use crate::store::alarm::Alarm;
