@@ -260,7 +260,7 @@ impl Fence {
         Ok(Some(Fence {
             expired_at: m.get("expiredAt").cloned().unwrap_or(Value::Null),
             deleted: m.get("deleted").and_then(Value::as_f64).unwrap_or(0.0),
-            compact_at: m.get("compactAt").and_then(Value::as_f64).map(|t| clamp_time(t)),
+            compact_at: m.get("compactAt").and_then(Value::as_f64).map(clamp_time),
             paged: m.contains_key("compactAt"),
         }))
     }
