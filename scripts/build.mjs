@@ -6,7 +6,7 @@
 //   2. wasm-bindgen --target module --experimental-reset-state-function (the glue; the
 //      reset function lets the entry recover from a trapped instance)
 //   3. wasm-opt -O3 (unless --dev / --no-opt)
-//   4. esbuild bundles src/shell/entry.mjs (+ hop.mjs, path.mjs) and the glue into build/index.js
+//   4. esbuild bundles src/shell/entry.mjs (+ the other src/shell/*.mjs) and the glue into build/index.js
 //
 //   node scripts/build.mjs            release build (wasm-opt -O3)
 //   node scripts/build.mjs --dev      debug profile, no wasm-opt (fastest turnaround)
@@ -144,7 +144,9 @@ if (!noOpt) {
 // loader gives a WebAssembly.Module for a plain import of a .wasm module.
 const glue = join(staging, "index.js");
 writeFileSync(glue, readFileSync(glue, "utf8").replaceAll("import source ", "import "));
-for (const f of ["entry.mjs", "hop.mjs", "path.mjs"]) copyFileSync(join(ROOT, "src", "shell", f), join(staging, f));
+// Every JavaScript module of the shell (entry.mjs and the modules it imports).
+const shellDir = join(ROOT, "src", "shell");
+for (const f of readdirSync(shellDir).filter((f) => f.endsWith(".mjs"))) copyFileSync(join(shellDir, f), join(staging, f));
 run(esbuild, [
   "--external:./index_bg.wasm",
   "--external:cloudflare:*",

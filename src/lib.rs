@@ -32,6 +32,7 @@
 
 pub mod catalog;
 pub mod config;
+pub mod coordinator;
 pub mod facade;
 pub mod hook_id;
 pub mod hook_shard;

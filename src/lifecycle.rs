@@ -28,6 +28,12 @@ pub fn pad13(ms: i64) -> String {
     format!("{:013}", ms.max(0))
 }
 
+/// The run catalog publication lease an applyEvent outcome carrying a run grants
+/// (`indexPublicationExpiresAt` = now + 1 200 900, spec-0.4 run-do.md §2 step 8).
+pub fn publication_expires_at(now: i64) -> i64 {
+    now.saturating_add(MAX_RUN_INDEX_PUBLICATION_LIFETIME_MS)
+}
+
 /// The alarm a failed compaction pass sets (after its transaction rolled back).
 pub fn compaction_retry(now: i64, alarm: &mut Alarm) {
     alarm.set(now.saturating_add(LIFECYCLE_COMPACTION_RETRY_MS));

@@ -6,7 +6,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { goldenDir, loadManifest, replayFile, reportPassed, summaryLine } from "./lib/golden.mjs";
+import { buildFrame, goldenDir, loadManifest, replayFile, reportPassed, summaryLine } from "./lib/golden.mjs";
+import { extractTokens040, normalizeBody, normalizeBody040, rewriteUuids } from "./lib/normalize.mjs";
 import { startFakeGoldenServer } from "./lib/fake-golden-server.mjs";
 
 const dir = goldenDir();
@@ -59,4 +60,36 @@ test("callbacks: deliveries keyed by (id, attempt, occurrence) are answered and 
   const r = await replayFile(entry("queue-deadletters"), { dir, callbackPort: 0, startServer: fake() });
   assert.ok(reportPassed(r), `${summaryLine(r)}\n${JSON.stringify(r.failures.slice(0, 3), null, 2)}`);
   assert.equal(r.callbacks.passed, r.callbacks.total);
+});
+
+// --- the 0.4.0 format additions (shared/golden-0.4/README.md §2–§3) --------------------
+
+test("0.4: bodyFrame builds the spec's WCSW example byte for byte", () => {
+  const frame = buildFrame({ chunks: [{ base64: "AQID" }, { base64: "BA==" }] });
+  assert.equal(frame.toString("hex"), "5743535700010002000000030102030000000104");
+  const generated = buildFrame({ magic: "WCSX", version: 2, count: 3, chunks: [{ length: 2, fill: "b" }], trailingBase64: "AA==" });
+  assert.equal(generated.toString("hex"), "5743535800020003" + "00000002" + "6262" + "00");
+});
+
+test("0.4: UUIDs are masked, learned in traversal order with instants, and substituted", () => {
+  const rec = "6f1c2a3b-1111-4222-8333-444455556666";
+  const act = "0a0b0c0d-aaaa-4bbb-8ccc-dddddddddddd";
+  const recorded = JSON.stringify({ admitted: true, reservation: { claimId: `${rec}:${rec}`, hookIdClaimId: rec }, at: 1700000000000 });
+  const actual = JSON.stringify({ at: 1764460800123, admitted: true, reservation: { hookIdClaimId: act, claimId: `${act}:${act}` } });
+  assert.equal(normalizeBody040(recorded), normalizeBody040(actual));
+  assert.match(normalizeBody040(recorded), /"claimId":"«UUID»:«UUID»"/);
+  const r = extractTokens040(recorded);
+  const a = extractTokens040(actual);
+  assert.deepEqual(
+    r.map((t) => t.kind),
+    ["ms", "uuid", "uuid", "uuid"],
+  );
+  assert.deepEqual(
+    a.map((t) => t.v),
+    [1764460800123, act, act, act],
+  );
+  const U = new Map([[rec, act]]);
+  assert.equal(rewriteUuids(`[{"claimId":"-:${rec}"}]`, U), `[{"claimId":"-:${act}"}]`);
+  // 0.3 normalization leaves UUIDs alone.
+  assert.match(normalizeBody(recorded), new RegExp(rec));
 });

@@ -51,7 +51,12 @@ pub async fn call<H: FacadeHost>(host: &H, method: &str, args: Vec<Value>, with_
             host.call(&target, "upsertKey", vec![Value::String(run_id), Value::String(key), value]).await
         }
         Route::List(plan) => {
-            let calls = plan.sources.iter().map(|target| host.call(target, "list", vec![plan.options.clone()]));
+            let calls = plan
+                .sources
+                .iter()
+                .map(|target| (target, &plan.options))
+                .chain(plan.extra.iter().map(|(target, options)| (target, options)))
+                .map(|(target, options)| host.call(target, "list", vec![options.clone()]));
             let pages = join_all(calls).await.into_iter().collect::<Result<Vec<_>, _>>()?;
             merge(&plan, &pages)
         }

@@ -25,10 +25,18 @@ pub const DEFAULT_LIMIT: f64 = 1000.0;
 /// Largest merged page (each shard returns at most `MAX_MERGED + 1` names).
 pub const MAX_MERGED: usize = 1000;
 
-/// Prefixes whose keys live in the run catalog (the facade keeps the 0.3 `correlation:`
-/// keys there too). A shorter prefix (none, `r`, …) is listed from the archive alone.
+/// The key families the run catalog holds for the facade (the 0.3 `correlation:` keys too).
+pub const CATALOG_FAMILIES: [&str; 3] = ["run:", "runall:", "correlation:"];
+
+/// Prefixes whose keys live in the run catalog alone.
 pub fn is_catalog_prefix(prefix: &str) -> bool {
-    prefix.starts_with("run:") || prefix.starts_with("runall:") || prefix.starts_with("correlation:")
+    CATALOG_FAMILIES.iter().any(|f| prefix.starts_with(f))
+}
+
+/// The catalog families a prefix shorter than a family covers: all three for `""`, `run:`/`runall:` for `r`…`run`, `correlation:` for `c`…`correlation`;
+/// empty for a prefix that names no family.
+pub fn covered_families(prefix: &str) -> Vec<&'static str> {
+    CATALOG_FAMILIES.iter().copied().filter(|f| f.starts_with(prefix) && *f != prefix).collect()
 }
 
 /// A listing served by merging shard pages.
@@ -39,6 +47,9 @@ pub struct MergedList {
     pub sources: Vec<Target>,
     /// The one argument of every source's `list`.
     pub options: Value,
+    /// Further `list` calls with their own argument: for a prefix shorter than a catalog
+    /// family (`""`, `r`, …), each covered family on every shard.
+    pub extra: Vec<(Target, Value)>,
     /// Names in the merged page, at most.
     pub limit: usize,
     pub reverse: bool,
@@ -65,7 +76,11 @@ pub fn plan(options: Option<&Value>, with_archive: bool) -> Result<ListRoute, Rp
     let present = |name: &str| member(name).filter(|v| !v.is_null());
 
     let prefix = present("prefix").map(|p| js::to_js_string(Some(p))).unwrap_or_default();
-    if !is_catalog_prefix(&prefix) {
+    // A prefix shorter than a family (`""`, `r`, `ru`, …) spans catalog families and the
+    // archive's other keys: the archive with the prefix, plus each covered family on every
+    // shard. (Hook records, on the hook shards, are not listed: no client lists them.)
+    let covered = covered_families(&prefix);
+    if !is_catalog_prefix(&prefix) && covered.is_empty() {
         return Ok(ListRoute::Archive);
     }
     let default_limit = Value::Number(DEFAULT_LIMIT);
@@ -81,11 +96,32 @@ pub fn plan(options: Option<&Value>, with_archive: bool) -> Result<ListRoute, Rp
     if let Some(cursor) = member("cursor") {
         shard_options.push(("cursor", Value::String(js::to_js_string(Some(cursor)))));
     }
+    let options = Value::object(shard_options);
+    if !covered.is_empty() {
+        let extra = covered
+            .iter()
+            .flat_map(|family| {
+                let mut family_options = options.clone();
+                if let Value::Object(members) = &mut family_options {
+                    members.insert("prefix".into(), Value::str(*family));
+                }
+                shard::all_run_catalogs().into_iter().map(move |name| (Target::Catalog(name), family_options.clone()))
+            })
+            .collect();
+        return Ok(ListRoute::Merged(MergedList {
+            sources: vec![Target::Archive],
+            options,
+            extra,
+            limit: merged,
+            reverse,
+            with_values: false,
+        }));
+    }
     let mut sources: Vec<Target> = shard::all_run_catalogs().into_iter().map(Target::Catalog).collect();
     if with_archive {
         sources.push(Target::Archive);
     }
-    Ok(ListRoute::Merged(MergedList { sources, options: Value::object(shard_options), limit: merged, reverse, with_values: false }))
+    Ok(ListRoute::Merged(MergedList { sources, options, extra: Vec::new(), limit: merged, reverse, with_values: false }))
 }
 
 /// The same fan-out for the 0.4 coordinator's `/v1/index/runs/list` (`catalog-hooks.md`
@@ -102,6 +138,7 @@ pub fn plan_runs_list(options: Option<&Value>) -> MergedList {
     MergedList {
         sources: shard::all_run_catalogs().into_iter().map(Target::Catalog).collect(),
         options: Value::Object(shard_options),
+        extra: Vec::new(),
         // In 1..=1000 after the clamp.
         limit: limit as usize,
         reverse,

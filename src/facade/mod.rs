@@ -36,7 +36,7 @@ pub mod list;
 pub mod migrate;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use crate::hook_shard::records::Owner;
 use crate::shard;

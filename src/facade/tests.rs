@@ -84,7 +84,9 @@ fn archive_methods_and_unknown_ones() {
         assert_eq!(route(method, &[s("run:wf:1:wrun_1"), s("v")], false), Ok(Route::Archive), "{method}");
     }
     assert_eq!(route("list", &[opts(&[("prefix", s("kv:"))])], true), Ok(Route::Archive));
-    assert_eq!(route("list", &[], true), Ok(Route::Archive), "no prefix: everything, which only the archive can answer");
+    // No prefix: everything — the archive, and each catalog family on every shard.
+    let Ok(Route::List(plan)) = route("list", &[], true) else { panic!("no prefix lists the catalog too") };
+    assert_eq!((plan.sources.clone(), plan.extra.len()), (vec![Target::Archive], 3 * 16));
     assert_eq!(route("nope", &[], false), Err(RpcError::type_error("IndexDO.nope is not a function")));
 }
 
@@ -160,13 +162,13 @@ impl Catalogs {
     fn list(&mut self, options: Value, with_archive: bool) -> Result<Value, RpcError> {
         match route("list", std::slice::from_ref(&options), with_archive)? {
             Route::List(plan) => {
-                let pages: Vec<Value> = plan
-                    .sources
-                    .clone()
+                let calls: Vec<(Target, Value)> =
+                    plan.sources.iter().map(|t| (t.clone(), plan.options.clone())).chain(plan.extra.iter().cloned()).collect();
+                let pages: Vec<Value> = calls
                     .into_iter()
-                    .map(|target| match target {
-                        Target::Archive => self.archive_call("list", vec![plan.options.clone()]),
-                        other => Ok(self.shard_call(other.instance(), "list", vec![plan.options.clone()])),
+                    .map(|(target, options)| match target {
+                        Target::Archive => self.archive_call("list", vec![options]),
+                        other => Ok(self.shard_call(other.instance(), "list", vec![options])),
                     })
                     .collect::<Result<_, _>>()?;
                 merge(&plan, &pages)
@@ -333,7 +335,7 @@ fn a_run_get_finds_keys_on_a_foreign_shard_by_fanning_out() {
 
 #[test]
 fn merge_rejects_malformed_pages_and_drops_duplicates() {
-    let plan = MergedList { sources: vec![], options: Value::Null, limit: 10, reverse: false, with_values: false };
+    let plan = MergedList { sources: vec![], options: Value::Null, extra: vec![], limit: 10, reverse: false, with_values: false };
     assert_eq!(merge(&plan, &[Value::Null]).unwrap_err().message, "malformed run catalog page");
     let page =
         Value::object([("keys", Value::Array(vec![Value::object([("name", s("runall:1"))])])), ("list_complete", Value::Bool(true))]);
@@ -466,10 +468,10 @@ use super::driver::{self as facade_driver, FacadeHost};
 
 /// Catalog shards and the archive on in-memory stores, the hook shards and run statuses of
 /// a hook-shard [`World`].
-struct Fleet {
+pub(crate) struct Fleet {
     catalogs: RefCell<Catalogs>,
-    world: World,
-    calls: RefCell<Vec<String>>,
+    pub(crate) world: World,
+    pub(crate) calls: RefCell<Vec<String>>,
 }
 
 impl FacadeHost for Fleet {
@@ -502,7 +504,7 @@ fn leak(method: &str) -> &'static str {
 }
 
 impl Fleet {
-    fn new() -> Fleet {
+    pub(crate) fn new() -> Fleet {
         Fleet { catalogs: RefCell::new(Catalogs::new()), world: World::new(), calls: RefCell::new(Vec::new()) }
     }
 
@@ -817,4 +819,50 @@ fn migration_moves_every_live_archive_entry_resumably() {
     );
     let done = block_on(step(&f, 4)).unwrap();
     assert!(done.done() && done.moved == 18.0, "a finished migration stays finished");
+}
+
+#[test]
+fn short_prefixes_list_the_catalog_families_they_cover_and_the_archive() {
+    let (mut c, _) = filled(12);
+    // Keys only the archive holds: arbitrary ones, including one beside the run families.
+    for key in ["alpha", "rho", "zeta"] {
+        c.archive_call("put", vec![s(key), s("{}")]).unwrap_or_else(|e| panic!("{e:?}"));
+    }
+    let mut everything: Vec<String> = (0..12)
+        .flat_map(|i| [format!("run:wf:{:013}:wrun_{i:03}", 1000 + i), format!("runall:{:013}:wrun_{i:03}", 1000 + i)])
+        .chain(["alpha", "rho", "zeta"].map(String::from))
+        .collect();
+    everything.sort();
+    for (prefix, want) in [
+        ("", everything.clone()),
+        ("r", everything.iter().filter(|k| k.starts_with('r')).cloned().collect::<Vec<_>>()),
+        ("run", everything.iter().filter(|k| k.starts_with("run")).cloned().collect()),
+        ("c", vec![]),
+        ("z", vec!["zeta".to_string()]),
+    ] {
+        for reverse in [false, true] {
+            let mut seen = Vec::new();
+            let mut cursor: Option<Value> = None;
+            for _ in 0..50 {
+                let mut o = vec![("prefix", s(prefix)), ("limit", Value::num(5)), ("reverse", Value::Bool(reverse))];
+                if let Some(c) = cursor.take() {
+                    o.push(("cursor", c));
+                }
+                let page = c.list(opts(&o), false).unwrap_or_else(|e| panic!("{e:?}"));
+                seen.extend(names(&page));
+                if page.get("list_complete") == Some(&Value::Bool(true)) {
+                    break;
+                }
+                cursor = page.get("cursor").cloned();
+            }
+            let mut expected = want.clone();
+            if reverse {
+                expected.reverse();
+            }
+            assert_eq!(seen, expected, "prefix {prefix:?} reverse={reverse}");
+        }
+    }
+    // A prefix that names no catalog family stays an archive call.
+    assert!(matches!(route("list", &[opts(&[("prefix", s("hook:"))])], false), Ok(Route::Archive)));
+    assert!(matches!(route("list", &[opts(&[("prefix", s("x"))])], false), Ok(Route::Archive)));
 }

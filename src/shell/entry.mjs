@@ -9,6 +9,7 @@ import { DurableObject } from "cloudflare:workers";
 import * as wasm from "./index.js";
 import { hop } from "./hop.mjs";
 import { pathnameOf } from "./path.mjs";
+import { streamChunks } from "./stream_route.mjs";
 
 const MAX_BODY_BYTES = 33554432;
 const JSON_HEADERS = { "content-type": "application/json" };
@@ -70,7 +71,7 @@ async function readBody(request, contentLength) {
   return body.buffer;
 }
 
-// Forward decisions (F, and X for the index facade), memoized: `wasm.route` is a pure function of its arguments, and a
+// Forward decisions (F, X for the index facade, I for the 0.4 index coordinator), memoized: `wasm.route` is a pure function of its arguments, and a
 // client calls the same few paths over and over (its run's `runs/<runId>`, `index/index`,
 // its stream and queue shard), so most calls skip the crossing into wasm. Only forward
 // decisions are kept (made with the right token, so a wrong token never hits), and only
@@ -98,7 +99,7 @@ function decide(request, env, authorization, contentLength) {
   checkReset();
   const decision = wasm.route(method, pathname, authorization, secret, contentLength);
   const kind = decision.charCodeAt(0);
-  if (key !== null && (kind === 70 /* F */ || kind === 88 /* X */)) {
+  if (key !== null && (kind === 70 /* F */ || kind === 88 /* X */ || kind === 73 /* I */)) {
     if (memo.size >= MEMO_LIMIT) memo.clear();
     memo.set(key, decision);
   }
@@ -111,10 +112,13 @@ async function route(request, env) {
   const decision = decide(request, env, headers.get("authorization"), contentLength);
   const kind = decision.charCodeAt(0);
   if (kind === 65 /* A */) return respond(decision);
+  // S<segment>: the binary stream route reads its own body (its own limits).
+  if (kind === 83 /* S */) return streamChunks(request, env, decision.slice(1));
   const body = await readBody(request, contentLength);
   if (body === null) return respond(wasm.tooLarge());
   if (kind === 66 /* B */) return respond(wasm.bodyError(new Uint8Array(body)) || "A" + decision.slice(1));
   if (kind === 88 /* X */) return facade(env, decision, new Uint8Array(body));
+  if (kind === 73 /* I */) return indexRoute(env, decision.slice(1), new Uint8Array(body));
   // F<ENV>\n<method>\n<name>
   const a = decision.indexOf("\n");
   const b = decision.indexOf("\n", a + 1);
@@ -142,6 +146,23 @@ async function facade(env, decision, body) {
     if (plan[0] === 1) reply = [plan[1], plan[2]];
     else if (ns) reply = await hop(ns, plan[2], plan[3], plan.length > 4 ? plan[4] : body);
     else reply = await wasm.facadeCall(env, method, body);
+  } catch (e) {
+    noteCritical(e);
+    return respond(wasm.hopFailed(String(e?.message ?? e)));
+  }
+  return new Response(reply[1], { status: reply[0], headers: JSON_HEADERS });
+}
+
+/** `I<op>`: one `/v1/index/*` operation over the index shards (src/shell/index_route.rs). */
+async function indexRoute(env, op, body) {
+  let reply;
+  try {
+    // One hop where the plan names it (`runs.commit`); else the coordinator's own calls.
+    const plan = wasm.indexPlan(op, body);
+    const ns = plan[0] === 2 ? env[plan[1]] : undefined;
+    if (plan[0] === 1) reply = [plan[1], plan[2]];
+    else if (ns) reply = await hop(ns, plan[2], plan[3], plan[4]);
+    else reply = await wasm.indexCall(env, op, body);
   } catch (e) {
     noteCritical(e);
     return respond(wasm.hopFailed(String(e?.message ?? e)));

@@ -5,7 +5,10 @@
 //! then answer this), `F<ENV>\n<method>\n<name>` (forward the body to instance `name`
 //! of namespace `env[ENV]`), or `X<ENV>\n<method>` (the 0.3 `index` instance `index`:
 //! serve the body with `facadeCall`, over the index shards; `ENV` is the archive's
-//! namespace, which must be bound as for a forward).
+//! namespace, which must be bound as for a forward), `I<op>` (`/v1/index/*`: read the body
+//! and run the coordinator operation `op`, e.g. `runs.list`, with `indexPlan` /
+//! `indexCall`), or `S<segment>` (`/v1/streams/<segment>/chunks`, authenticated: hand the
+//! request to `streamChunks` of `stream_route.mjs`, which reads its own body).
 
 use wasm_bindgen::prelude::*;
 
@@ -37,6 +40,8 @@ pub fn route(
             format!("X{}\n{method}", Binding::Index.env_name())
         }
         Decision::Forward { binding, name, method } => format!("F{}\n{method}\n{name}", binding.env_name()),
+        Decision::Index(op) => format!("I{}", op.name()),
+        Decision::StreamChunks(segment) => format!("S{segment}"),
     }
 }
 
@@ -55,7 +60,7 @@ pub fn too_large() -> String {
 /// The answer when the environment lacks the namespace `env` (checked after the body).
 #[wasm_bindgen(js_name = missingBinding)]
 pub fn missing_binding(env: &str) -> String {
-    let binding = [Binding::Runs, Binding::Streams, Binding::Index, Binding::Queue].into_iter().find(|b| b.env_name() == env);
+    let binding = Binding::ALL.into_iter().find(|b| b.env_name() == env);
     encode('A', &RouterError::MissingBinding(binding.map_or("", Binding::env_name)))
 }
 

@@ -6,6 +6,7 @@ mod call;
 mod entry;
 mod env;
 mod facade;
+mod index_route;
 mod kv;
 mod objects;
 mod queue_do;

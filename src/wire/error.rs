@@ -96,6 +96,10 @@ pub enum RouterError {
     /// (the reference lets `URIError` escape as an uncaught 500).
     MalformedName,
     MissingBinding(&'static str),
+    /// `/v1/index/*` with another HTTP method than POST (spec-0.4 wire.md §4).
+    ExpectedPost,
+    /// `/v1/index/<domain>/<op>` naming no coordinator operation (`<domain>.<op>`, verbatim).
+    UnknownIndexOperation(String),
     /// The DO could not be reached or answered something we did not send.
     Internal(String),
 }
@@ -108,7 +112,9 @@ impl RouterError {
             RouterError::UnknownPath(_)
             | RouterError::ExpectedRpcShape
             | RouterError::UnknownBinding(_)
-            | RouterError::UnknownMethod { .. } => 404,
+            | RouterError::UnknownMethod { .. }
+            | RouterError::UnknownIndexOperation(_) => 404,
+            RouterError::ExpectedPost => 405,
             RouterError::NotConfigured => 503,
             RouterError::Unauthorized => 401,
             RouterError::PayloadTooLarge | RouterError::TooManyValues => 413,
@@ -122,7 +128,9 @@ impl RouterError {
             RouterError::UnknownPath(_)
             | RouterError::ExpectedRpcShape
             | RouterError::UnknownBinding(_)
-            | RouterError::UnknownMethod { .. } => "NotFound",
+            | RouterError::UnknownMethod { .. }
+            | RouterError::UnknownIndexOperation(_) => "NotFound",
+            RouterError::ExpectedPost => "MethodNotAllowed",
             RouterError::NotConfigured => "WorldNotConfigured",
             RouterError::Unauthorized => "Unauthorized",
             RouterError::PayloadTooLarge | RouterError::TooManyValues => "PayloadTooLarge",
@@ -146,6 +154,8 @@ impl RouterError {
             RouterError::NotAnArray => "body must be an argument array".into(),
             RouterError::MalformedName => "malformed rpc name".into(),
             RouterError::MissingBinding(env) => format!("missing binding: {env}"),
+            RouterError::ExpectedPost => "expected POST".into(),
+            RouterError::UnknownIndexOperation(op) => format!("unknown index operation: {op}"),
             RouterError::Internal(m) => m.clone(),
         }
     }
@@ -185,6 +195,12 @@ mod tests {
                 RouterError::UnknownMethod { binding: "runs".into(), method: "fetch".into() },
                 404,
                 r#"{"error":{"name":"NotFound","message":"unknown method: runs.fetch"}}"#,
+            ),
+            (RouterError::ExpectedPost, 405, r#"{"error":{"name":"MethodNotAllowed","message":"expected POST"}}"#),
+            (
+                RouterError::UnknownIndexOperation("runs.li%73t".into()),
+                404,
+                r#"{"error":{"name":"NotFound","message":"unknown index operation: runs.li%73t"}}"#,
             ),
             (RouterError::PayloadTooLarge, 413, r#"{"error":{"name":"PayloadTooLarge","message":"body exceeds 33554432 bytes"}}"#),
             (RouterError::MalformedBody, 400, r#"{"error":{"name":"BadRequest","message":"malformed rpc body"}}"#),

@@ -1,33 +1,44 @@
-//! The router's decisions (wire.md §1–4), as plain functions of the request's method,
-//! pathname, `authorization` header and the configured secret. The wasm shell feeds them
-//! and performs the I/O; everything here is tested natively.
+//! The router's decisions (wire.md §1–4, spec-0.4 wire.md §2), as plain functions of the
+//! request's method, pathname, `authorization` header and the configured secret. The wasm
+//! shell feeds them and performs the I/O; everything here is tested natively.
+//!
+//! ## Dispatch order (one deployment for the 0.3 and the 0.4 client)
+//! 1. first segment not `v1` → 404; `v1/health` (exactly) → health;
+//! 2. a **health-probe path** (second segment percent-decoding to `health`: `/v1/health/x`,
+//!    `/v1/he%61lth`) → 404 before authentication, the 0.3 order that the 0.3 golden rows
+//!    pin byte for byte (the 0.4 reference authenticates these first: recorded as a
+//!    conflict in `tests/golden-conflicts.json`);
+//! 3. authenticate (0.4: every other `/v1/…` path, so `/v1/nope` is a 401 without a token);
+//! 4. `v1/index/<domain>/<op>` → the index coordinator ([`Route::Index`]);
+//! 5. `v1/streams/<name>/chunks` → the binary stream route ([`Route::StreamChunks`]);
+//! 6. not `rpc` → 404 `unknown path`; 7. the RPC route with the union whitelist.
 
 use super::check::{check, Verdict};
 use super::error::{RouterError, MAX_BODY_BYTES};
 use super::uri::decode_uri_component;
 use super::value::decode_utf8;
+use crate::coordinator::IndexOp;
 
 /// The exact health body (the `version` constant is stale in the reference; kept).
 pub const HEALTH_BODY: &str = r#"{"ok":true,"name":"world-celld","version":"0.1.0","specVersion":6}"#;
 
-/// The four RPC bindings and their DO classes.
+/// The RPC bindings and their DO classes: the union of the 0.3 set (`index` stays for the
+/// 0.3 client) and the 0.4 set (`hook-tokens`, `hook-ids`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Binding {
     Runs,
     Streams,
     Index,
     Queue,
+    HookTokens,
+    HookIds,
 }
 
 impl Binding {
+    pub const ALL: [Binding; 6] = [Binding::Runs, Binding::Streams, Binding::Index, Binding::Queue, Binding::HookTokens, Binding::HookIds];
+
     pub fn from_key(key: &str) -> Option<Binding> {
-        match key {
-            "runs" => Some(Binding::Runs),
-            "streams" => Some(Binding::Streams),
-            "index" => Some(Binding::Index),
-            "queue" => Some(Binding::Queue),
-            _ => None,
-        }
+        Binding::ALL.into_iter().find(|b| b.key() == key)
     }
 
     pub fn key(self) -> &'static str {
@@ -36,6 +47,8 @@ impl Binding {
             Binding::Streams => "streams",
             Binding::Index => "index",
             Binding::Queue => "queue",
+            Binding::HookTokens => crate::hook_token::FAMILY.rpc_binding(),
+            Binding::HookIds => crate::hook_id::FAMILY.rpc_binding(),
         }
     }
 
@@ -45,19 +58,27 @@ impl Binding {
             Binding::Streams => "StreamDO",
             Binding::Index => "IndexDO",
             Binding::Queue => "QueueDO",
+            Binding::HookTokens => crate::hook_token::CLASS,
+            Binding::HookIds => crate::hook_id::CLASS,
         }
     }
 
-    /// The environment binding name, taken from wrangler.toml at build time.
+    /// The environment binding name, taken from wrangler.toml at build time (build.rs
+    /// checks that the hook shard classes are bound under their cores' names).
     pub fn env_name(self) -> &'static str {
-        crate::DO_ENV_BINDINGS.iter().find(|(class, _)| *class == self.class_name()).map(|(_, env)| *env).unwrap_or("")
+        match self {
+            Binding::HookTokens => crate::hook_token::FAMILY.env_binding(),
+            Binding::HookIds => crate::hook_id::FAMILY.env_binding(),
+            _ => crate::DO_ENV_BINDINGS.iter().find(|(class, _)| *class == self.class_name()).map(|(_, env)| *env).unwrap_or(""),
+        }
     }
 
-    /// The whitelist (wire.md §7). Nothing else is callable.
+    /// The whitelist (wire.md §7, spec-0.4 wire.md §7). Nothing else is callable.
     pub fn methods(self) -> &'static [&'static str] {
         match self {
             Binding::Runs => &[
                 "applyEvent",
+                "getLifecycleStatus",
                 "getRun",
                 "getStep",
                 "getEvent",
@@ -68,10 +89,13 @@ impl Binding {
                 "scheduleCleanup",
                 "cleanupNow",
                 "rearmCleanup",
+                "resolveHookTokenClaim",
             ],
             Binding::Streams => &crate::stream::METHODS,
             Binding::Index => &crate::index::METHODS,
             Binding::Queue => &crate::queue::METHODS,
+            // Only the lifecycle-checked read; the rest of the class is internal.
+            Binding::HookTokens | Binding::HookIds => &["get"],
         }
     }
 }
@@ -86,6 +110,21 @@ pub enum Route {
         encoded_name: String,
         method: String,
     },
+    /// An authenticated `/v1/index/<domain>/<op>` (the segments verbatim).
+    Index {
+        domain: String,
+        op: String,
+    },
+    /// An authenticated `/v1/streams/<segment>/chunks` (the segment as received).
+    StreamChunks {
+        segment: String,
+    },
+}
+
+/// Is the second path segment a spelling of `health` (percent-decoded)? Such paths keep
+/// the 0.3 order: their 404 comes before authentication.
+fn is_health_probe(segment: &str) -> bool {
+    segment == "health" || decode_uri_component(segment).is_some_and(|s| s == "health")
 }
 
 /// Decide the route from the HTTP method, the pathname as received (percent-encoded), the
@@ -98,10 +137,16 @@ pub fn route(method: &str, pathname: &str, authorization: Option<&str>, secret: 
     }
     match segments.get(1) {
         Some(&"health") if segments.len() == 2 => return Ok(Route::Health),
-        Some(&"rpc") => {}
-        _ => return Err(unknown()),
+        Some(second) if is_health_probe(second) => return Err(unknown()),
+        _ => {}
     }
     authenticate(authorization, secret)?;
+    match (segments.get(1), segments.len()) {
+        (Some(&"index"), 4) => return Ok(Route::Index { domain: segments[2].to_string(), op: segments[3].to_string() }),
+        (Some(&"streams"), 4) if segments[3] == "chunks" => return Ok(Route::StreamChunks { segment: segments[2].to_string() }),
+        (Some(&"rpc"), _) => {}
+        _ => return Err(unknown()),
+    }
     if method != "POST" || segments.len() != 5 {
         return Err(RouterError::ExpectedRpcShape);
     }
@@ -124,6 +169,11 @@ pub enum Decision {
     AfterBody(RouterError),
     /// Forward the body to the instance `name` (decoded) of `binding`.
     Forward { binding: Binding, name: String, method: String },
+    /// Read the body (size-limited, parsed before anything else) and run this index
+    /// coordinator operation over it ([`crate::coordinator`]).
+    Index(IndexOp),
+    /// Hand the request to the binary stream route, with its `{name}` segment as received.
+    StreamChunks(String),
 }
 
 /// The router's whole decision before the body: [`route`], the `content-length` limit and
@@ -131,11 +181,26 @@ pub enum Decision {
 /// shell's to check (after the body, as [`RouterError::MissingBinding`]).
 pub fn decide(method: &str, pathname: &str, authorization: Option<&str>, secret: Option<&str>, content_length: Option<&str>) -> Decision {
     let refuse = |e: RouterError| Decision::Answer(e.status(), e.body());
-    let (binding, encoded_name, method) = match route(method, pathname, authorization, secret) {
+    let (binding, encoded_name, rpc_method) = match route(method, pathname, authorization, secret) {
         Ok(Route::Health) => return Decision::Answer(200, HEALTH_BODY.to_string()),
         Ok(Route::Rpc { binding, encoded_name, method }) => (binding, encoded_name, method),
+        Ok(Route::StreamChunks { segment }) => return Decision::StreamChunks(segment),
+        Ok(Route::Index { domain, op }) => {
+            // spec-0.4 wire.md §4: method, size, body, then the operation name.
+            if method != "POST" {
+                return refuse(RouterError::ExpectedPost);
+            }
+            if content_length_too_large(content_length) {
+                return refuse(RouterError::PayloadTooLarge);
+            }
+            return match IndexOp::parse(&domain, &op) {
+                Some(op) => Decision::Index(op),
+                None => Decision::AfterBody(RouterError::UnknownIndexOperation(format!("{domain}.{op}"))),
+            };
+        }
         Err(e) => return refuse(e),
     };
+    let method = rpc_method;
     if content_length_too_large(content_length) {
         return refuse(RouterError::PayloadTooLarge);
     }
@@ -287,6 +352,84 @@ mod tests {
         assert_eq!(body_error(b"[]"), None);
         assert_eq!(body_error(b"{}"), Some(RouterError::NotAnArray));
         assert_eq!(body_error(b"[").map(|e| e.status()), Some(400));
+    }
+
+    #[test]
+    fn dispatch_order_of_the_04_routes() {
+        let unauthorized = Err(RouterError::Unauthorized);
+        // 0.4: authentication precedes the unknown-path 404 …
+        for p in ["/v1/nope", "/v1", "/v1/index/runs/list", "/v1/index/x", "/v1/streams/s/chunks", "/v1/streams/x/other", "/v1/RPC/x"] {
+            assert_eq!(route("GET", p, None, S), unauthorized, "{p}");
+            assert_eq!(route("GET", p, AUTH, None), Err(RouterError::NotConfigured), "{p}");
+        }
+        // … except for health-probe paths, which keep the 0.3 order (0.3 golden rows).
+        for p in ["/v1/health/extra", "/v1/he%61lth", "/v1/health/x"] {
+            assert_eq!(route("GET", p, None, None), Err(RouterError::UnknownPath(p.into())), "{p}");
+        }
+        let unknown = |p: &str| Err(RouterError::UnknownPath(p.into()));
+        for p in [
+            "/v1/nope",
+            "/v1",
+            "/v1/index/runs",
+            "/v1/index/runs/list/x",
+            "/v1/streams/stream%3Ax",
+            "/v1/streams/x/other",
+            "/v1/streams/a/b/chunks",
+        ] {
+            assert_eq!(route("POST", p, AUTH, S), unknown(p), "{p}");
+        }
+        assert_eq!(route("POST", "/v1/index/runs/list/", AUTH, S), Ok(Route::Index { domain: "runs".into(), op: "list".into() }));
+        assert_eq!(route("HEAD", "/v1/streams/stream%3Ax/chunks", AUTH, S), Ok(Route::StreamChunks { segment: "stream%3Ax".into() }));
+    }
+
+    #[test]
+    fn index_decisions() {
+        let d = |m: &str, p: &str, cl: Option<&str>| decide(m, p, AUTH, S, cl);
+        let not_post = RouterError::ExpectedPost;
+        for m in ["GET", "PUT", "DELETE", "HEAD"] {
+            assert_eq!(d(m, "/v1/index/runs/list", None), Decision::Answer(405, not_post.body()), "{m}");
+        }
+        assert_eq!(decide("GET", "/v1/index/runs/list", None, S, None), Decision::Answer(401, RouterError::Unauthorized.body()));
+        assert_eq!(d("POST", "/v1/index/runs/list", Some("33554433")), Decision::Answer(413, RouterError::PayloadTooLarge.body()));
+        assert_eq!(d("POST", "/v1/index/runs/list", Some("2")), Decision::Index(IndexOp::RunsList));
+        assert_eq!(d("POST", "/v1/index/hooks/release-reservation", None), Decision::Index(IndexOp::HooksReleaseReservation));
+        // The body is checked before the operation name.
+        assert_eq!(d("POST", "/v1/index/runs/li%73t", None), Decision::AfterBody(RouterError::UnknownIndexOperation("runs.li%73t".into())));
+        assert_eq!(d("POST", "/v1/index/Runs/list", None), Decision::AfterBody(RouterError::UnknownIndexOperation("Runs.list".into())));
+        assert_eq!(d("PUT", "/v1/streams/stream%3Ax/chunks", None), Decision::StreamChunks("stream%3Ax".into()));
+    }
+
+    #[test]
+    fn whitelist_is_the_union_of_both_versions() {
+        let ok = |p: &str| matches!(route("POST", p, AUTH, S), Ok(Route::Rpc { .. }));
+        for p in [
+            "/v1/rpc/runs/r/getLifecycleStatus",
+            "/v1/rpc/runs/r/resolveHookTokenClaim",
+            "/v1/rpc/queue/q%3A0/acknowledgeExpireRun",
+            "/v1/rpc/hook-tokens/anything/get",
+            "/v1/rpc/hook-ids/hook-id%3Av1%3A19/get",
+            "/v1/rpc/index/index/get",
+            "/v1/rpc/streams/stream%3As/writeChunk",
+            "/v1/rpc/streams/stream%3As/getChunks",
+            "/v1/rpc/streams/stream%3As/getInfo",
+        ] {
+            assert!(ok(p), "{p}");
+        }
+        let not_found = |p: &str| route("POST", p, AUTH, S).map_err(|e| e.message());
+        assert_eq!(not_found("/v1/rpc/run-catalog/x/upsertRun"), Err("unknown binding: run-catalog".into()));
+        for (p, m) in [
+            ("/v1/rpc/hook-tokens/x/finalize", "hook-tokens.finalize"),
+            ("/v1/rpc/hook-tokens/x/reserve", "hook-tokens.reserve"),
+            ("/v1/rpc/hook-ids/x/publish", "hook-ids.publish"),
+            ("/v1/rpc/hook-ids/x/legacyGet", "hook-ids.legacyGet"),
+            ("/v1/rpc/streams/s/readChunks", "streams.readChunks"),
+            ("/v1/rpc/streams/s/writeChunks", "streams.writeChunks"),
+            ("/v1/rpc/runs/r/enforceRetention", "runs.enforceRetention"),
+        ] {
+            assert_eq!(not_found(p), Err(format!("unknown method: {m}")), "{p}");
+        }
+        assert_eq!(Binding::HookTokens.env_name(), "WORKFLOW_HOOK_TOKENS");
+        assert_eq!(Binding::HookIds.env_name(), "WORKFLOW_HOOK_IDS");
     }
 
     #[test]

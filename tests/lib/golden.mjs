@@ -16,12 +16,53 @@ import { performance } from "node:perf_hooks";
 import { ROOT, startWorker } from "./harness.mjs";
 import { rawRequest } from "./raw-http.mjs";
 import { CALLBACK_HEADERS, deliveryKey, startCallbackServer } from "./callback-server.mjs";
-import { extractTokens, mediaType, normalizeBody, rewriteTokens } from "./normalize.mjs";
+import {
+  extractTokens,
+  extractTokens040,
+  mediaType,
+  normalizeBody,
+  normalizeBody040,
+  rewriteTokens,
+  rewriteUuids,
+} from "./normalize.mjs";
 
 export const CALLBACK_PORT = 18999;
 
 export function goldenDir() {
   return process.env.GOLDEN_DIR ? resolve(process.env.GOLDEN_DIR) : resolve(ROOT, "..", "shared", "golden");
+}
+
+/** The 0.4.0 transcripts (shared/golden-0.4), or GOLDEN040_DIR. */
+export function goldenDir040() {
+  return process.env.GOLDEN040_DIR ? resolve(process.env.GOLDEN040_DIR) : resolve(ROOT, "..", "shared", "golden-0.4");
+}
+
+/** Whether the folder holds 0.4.0-format transcripts (its manifest says so). */
+export function isGolden040(dir) {
+  try {
+    return /0\.4\.0/.test(loadManifest(dir).format || "");
+  } catch {
+    return false;
+  }
+}
+
+/** 0.4 §2.2: the bytes of a generated WCSW request body. */
+export function buildFrame(spec) {
+  const chunks = spec.chunks || [];
+  const parts = [];
+  const head = Buffer.alloc(8);
+  head.write(spec.magic ?? "WCSW", 0, 4, "latin1");
+  head.writeUInt16BE(spec.version ?? 1, 4);
+  head.writeUInt16BE(spec.count ?? chunks.length, 6);
+  parts.push(head);
+  for (const c of chunks) {
+    const payload = "base64" in c ? Buffer.from(c.base64, "base64") : Buffer.alloc(c.length, Buffer.from(c.fill, "utf8")[0]);
+    const len = Buffer.alloc(4);
+    len.writeUInt32BE("length" in c ? c.length : payload.length, 0);
+    parts.push(len, payload);
+  }
+  if (spec.trailingBase64) parts.push(Buffer.from(spec.trailingBase64, "base64"));
+  return Buffer.concat(parts);
 }
 
 export function loadManifest(dir = goldenDir()) {
@@ -43,12 +84,18 @@ export function loadLines(dir, file) {
  */
 export const INDEX_SHARD_BINDINGS = ["WORKFLOW_RUN_CATALOG", "WORKFLOW_HOOK_TOKENS", "WORKFLOW_HOOK_IDS"];
 
-/** Worker options for a manifest entry: vars = every member but `bindings`. */
+/** Worker options for a manifest entry. */
 export function workerOptionsFor(entry) {
-  const { bindings, ...vars } = entry.worker;
-  if (!bindings) return { vars, bindings };
-  const withShards = bindings.includes("WORKFLOW_INDEX") ? [...bindings, ...INDEX_SHARD_BINDINGS] : bindings;
-  return { vars, bindings: withShards };
+  // 0.3 manifests: vars are the members of `worker`; 0.4 ones: `worker.vars`.
+  const { bindings, ...rest } = entry.worker;
+  const vars = rest.vars && typeof rest.vars === "object" ? rest.vars : rest;
+  if (!bindings) return { vars, bindings, unsafeTriggerHandlers: true };
+  // One deployment serves both client generations: a 0.3 recording (WORKFLOW_INDEX) gets
+  // the shards, a 0.4 recording (the shards, no WORKFLOW_INDEX) gets the archive/facade.
+  let all = bindings;
+  if (bindings.includes("WORKFLOW_INDEX")) all = [...bindings, ...INDEX_SHARD_BINDINGS];
+  else if (INDEX_SHARD_BINDINGS.every((b) => bindings.includes(b))) all = [...bindings, "WORKFLOW_INDEX"];
+  return { vars, bindings: all, unsafeTriggerHandlers: true };
 }
 
 /** Names accepted in GOLDEN_FILES: the scenario (`health`) or the file (`health.jsonl`). */
@@ -72,7 +119,9 @@ function describeRequest(req, path) {
   const body =
     "bodySynthetic" in req
       ? `<synthetic ${req.bodySynthetic.length} bytes>`
-      : "bodyBase64" in req
+      : "bodyFrame" in req
+        ? `<frame of ${req.bodyFrame.chunks?.length ?? 0} chunks>`
+        : "bodyBase64" in req
         ? `<base64 ${req.bodyBase64}>`
         : req.body.length > 300
           ? `${req.body.slice(0, 300)}…`
@@ -101,6 +150,14 @@ export async function replayFile(entry, options = {}) {
     startServer = (e) => startWorker(workerOptionsFor(e)),
     // Test hook for negative controls: disable the §5 step 4.2 body rewrite.
     rewrite = true,
+    // The 0.4.0 format (golden-0.4/README.md): UUID masking and the U map. Default: from the
+    // folder's manifest.
+    v040 = isGolden040(dir),
+    // Top-level members this worker adds to a JSON answer that the other client generation
+    // requires (tests/golden-conflicts.json "additiveMembers"): an answer that equals the
+    // recorded one once such a member (absent from the recording) is removed counts as
+    // matching, and is reported in `report.additive`.
+    additiveMembers = [],
   } = options;
   const started = performance.now();
   const lines = loadLines(dir, entry.file);
@@ -112,6 +169,7 @@ export async function replayFile(entry, options = {}) {
     callbacks: { total: 0, passed: 0 },
     failures: [],
     unexpected: [],
+    additive: {},
     aborted: null,
     durationMs: 0,
   };
@@ -148,6 +206,106 @@ export async function replayFile(entry, options = {}) {
   // Once a delivery failed to arrive, later waits are short until one arrives again, so a
   // server without a working queue does not cost 30 s per callback line.
   let missingCallbacks = 0;
+  const U = new Map(); // 0.4: recorded UUID -> actual UUID
+  const inFlight = new Map(); // 0.4: async tag -> {line, promise}
+  const norm = v040 ? normalizeBody040 : normalizeBody;
+
+  /** Compares one exchange's outcome with its line, learns S (and U); "abort" stops the file. */
+  const judge = (line, { res, error }) => {
+    const req = line.request;
+    const exp = line.response;
+    const binary = "bodyBase64" in exp;
+    const expNorm = binary ? `base64:${exp.bodyBase64}` : norm(exp.body);
+    if (error) {
+      consecutiveErrors++;
+      report.failures.push({
+        seq: line.seq,
+        step: line.step,
+        kind: "exchange",
+        reasons: ["transport"],
+        request: describeRequest(req, req.path),
+        expected: { status: exp.status, contentType: exp.contentType, body: expNorm },
+        actual: { error: String(error.message || error) },
+      });
+      if (consecutiveErrors >= maxConsecutiveErrors) {
+        report.aborted = `${consecutiveErrors} consecutive transport errors (last: ${error.message}); stopped at seq ${line.seq}`;
+        return "abort";
+      }
+      return "failed";
+    }
+    consecutiveErrors = 0;
+    const actBytes = decodeBody(res);
+    const actText = actBytes.toString("utf8");
+    const actCt = res.headers["content-type"] ?? null;
+    let actText2 = actText;
+    let actNorm = binary ? `base64:${actBytes.toString("base64")}` : norm(actText, { firstLine: "bodyNote" in exp });
+    let added = null;
+    if (!binary && actNorm !== expNorm && additiveMembers.length) {
+      // An additive member explains the difference when removing it leaves the recording.
+      const stripped = stripAdditive(actText, exp.body, additiveMembers);
+      if (stripped && norm(stripped.text) === expNorm) {
+        added = stripped.members;
+        actText2 = stripped.text;
+        actNorm = expNorm;
+      }
+    }
+    const reasons = [];
+    if (res.status !== exp.status) reasons.push("status");
+    if (mediaType(actCt) !== mediaType(exp.contentType)) reasons.push("content-type");
+    if (actNorm !== expNorm) reasons.push(actNorm.startsWith("base64:") || !binary ? "body" : "body (expected binary)");
+
+    // §5 step 4.4: learn S (and U), with the level-2 consistency check. Nothing is learned
+    // from binary bodies (0.4 §3.4).
+    const level2 = [];
+    if (!binary) {
+      const actSource = "bodyNote" in exp ? actText2.split("\n")[0] : actText2;
+      if (v040) {
+        const rec = extractTokens040(exp.body);
+        const act = extractTokens040(actSource);
+        if (rec.length === act.length) {
+          rec.forEach((r, i) => {
+            const a = act[i];
+            if (a.kind !== r.kind) return;
+            const map = r.kind === "ms" ? S : U;
+            const show = (x) => (r.kind === "ms" ? new Date(x).toISOString() : x);
+            if (map.has(r.v) && map.get(r.v) !== a.v) level2.push(`${show(r.v)} was ${show(map.get(r.v))}, now ${show(a.v)}`);
+            else if (!map.has(r.v)) map.set(r.v, a.v);
+          });
+        }
+      } else {
+        const recTokens = extractTokens(exp.body);
+        const actTokens = extractTokens(actSource);
+        if (recTokens.length === actTokens.length) {
+          recTokens.forEach((r, i) => {
+            const a = actTokens[i];
+            if (S.has(r) && S.get(r) !== a) {
+              level2.push(`${new Date(r).toISOString()} was ${new Date(S.get(r)).toISOString()}, now ${new Date(a).toISOString()}`);
+            } else if (!S.has(r)) {
+              S.set(r, a);
+            }
+          });
+        }
+      }
+    }
+    if (level2.length) reasons.push("level2");
+    if (reasons.length === 0) {
+      report.exchanges.passed++;
+      for (const m of added || []) (report.additive[m] ||= []).push(line.seq);
+      return "passed";
+    }
+    report.failures.push({
+      seq: line.seq,
+      step: line.step,
+      kind: "exchange",
+      reasons,
+      request: describeRequest(req, req.path),
+      expected: { status: exp.status, contentType: exp.contentType, body: expNorm },
+      actual: { status: res.status, contentType: actCt, body: actNorm },
+      level2: level2.length ? level2 : undefined,
+    });
+    return "failed";
+  };
+
   try {
     for (const line of lines) {
       if (onLine) onLine(line);
@@ -191,6 +349,47 @@ export async function replayFile(entry, options = {}) {
           });
         continue;
       }
+      if (line.scheduled) {
+        // 0.4 §2.4: run the worker's scheduled handler (Miniflare's trigger route) and wait.
+        const sch = line.scheduled;
+        let res = null;
+        let error = null;
+        try {
+          res = await rawRequest({
+            host: worker.host,
+            port: worker.port,
+            method: sch.trigger.method,
+            path: sch.trigger.path,
+            headers: [],
+            body: null,
+            timeoutMs: Math.max(requestTimeoutMs, 60000),
+          });
+        } catch (err) {
+          error = err;
+        }
+        lastResponseEnd = performance.now();
+        if (error || res.status !== 200) {
+          report.failures.push({
+            seq: line.seq,
+            step: line.step,
+            kind: "scheduled",
+            detail: error ? `trigger failed: ${error.message}` : `trigger answered ${res.status} ${decodeBody(res).toString("utf8").slice(0, 300)}`,
+          });
+        }
+        continue;
+      }
+      if (line.await) {
+        // 0.4 §2.3: the response of an earlier `async` exchange.
+        const pending = inFlight.get(line.await);
+        inFlight.delete(line.await);
+        if (!pending) {
+          report.failures.push({ seq: line.seq, step: line.step, kind: "await", detail: `no async exchange tagged ${line.await}` });
+          continue;
+        }
+        const outcome = await pending.promise;
+        if (judge(pending.line, outcome) === "abort") break;
+        continue;
+      }
       if (!line.request) continue;
 
       // --- exchange ---
@@ -201,9 +400,11 @@ export async function replayFile(entry, options = {}) {
       let body = null;
       let synthetic = null;
       if ("bodySynthetic" in req) synthetic = req.bodySynthetic;
+      else if ("bodyFrame" in req) body = buildFrame(req.bodyFrame);
       else if ("bodyBase64" in req) body = Buffer.from(req.bodyBase64, "base64");
       else {
-        const text = rewrite ? rewriteTokens(req.body ?? "", S) : req.body ?? "";
+        let text = rewrite ? rewriteTokens(req.body ?? "", S) : req.body ?? "";
+        if (v040 && rewrite) text = rewriteUuids(text, U);
         if (text !== "") body = Buffer.from(text, "utf8");
         else if (["POST", "PUT", "PATCH"].includes(req.method)) body = Buffer.alloc(0);
       }
@@ -211,81 +412,32 @@ export async function replayFile(entry, options = {}) {
       const wait = lastResponseEnd + 4 - performance.now();
       if (wait > 0) await sleep(wait);
 
-      let res = null;
-      let error = null;
-      try {
-        res = await rawRequest({
-          host: worker.host,
-          port: worker.port,
-          method: req.method,
-          path: req.path,
-          headers,
-          body,
-          synthetic,
-          chunked: req.transfer === "chunked",
-          timeoutMs: synthetic ? Math.max(requestTimeoutMs, 60000) : requestTimeoutMs,
-        });
-      } catch (err) {
-        error = err;
-      }
-      lastResponseEnd = performance.now();
-      const exp = line.response;
-      const expNorm = normalizeBody(exp.body);
-      if (error) {
-        consecutiveErrors++;
-        report.failures.push({
-          seq: line.seq,
-          step: line.step,
-          kind: "exchange",
-          reasons: ["transport"],
-          request: describeRequest(req, req.path),
-          expected: { status: exp.status, contentType: exp.contentType, body: expNorm },
-          actual: { error: String(error.message || error) },
-        });
-        if (consecutiveErrors >= maxConsecutiveErrors) {
-          report.aborted = `${consecutiveErrors} consecutive transport errors (last: ${error.message}); stopped at seq ${line.seq}`;
-          break;
-        }
+      const sent = rawRequest({
+        host: worker.host,
+        port: worker.port,
+        method: req.method,
+        path: req.path,
+        headers,
+        body,
+        synthetic,
+        chunked: req.transfer === "chunked",
+        timeoutMs: synthetic || (body && body.length > 1 << 20) ? Math.max(requestTimeoutMs, 60000) : requestTimeoutMs,
+      }).then(
+        (res) => ({ res, error: null }),
+        (error) => ({ res: null, error }),
+      );
+      if (line.async) {
+        // Sent; its response is compared at the matching `await` line.
+        inFlight.set(line.async, { line, promise: sent });
         continue;
       }
-      consecutiveErrors = 0;
-      const actText = decodeBody(res).toString("utf8");
-      const actCt = res.headers["content-type"] ?? null;
-      const actNorm = normalizeBody(actText, { firstLine: "bodyNote" in exp });
-      const reasons = [];
-      if (res.status !== exp.status) reasons.push("status");
-      if (mediaType(actCt) !== mediaType(exp.contentType)) reasons.push("content-type");
-      if (actNorm !== expNorm) reasons.push("body");
-
-      // §5 step 4.4: learn S (and the level-2 consistency check).
-      const recTokens = extractTokens(exp.body);
-      const actTokens = extractTokens("bodyNote" in exp ? actText.split("\n")[0] : actText);
-      const level2 = [];
-      if (recTokens.length === actTokens.length) {
-        recTokens.forEach((r, i) => {
-          const a = actTokens[i];
-          if (S.has(r) && S.get(r) !== a) {
-            level2.push(
-              `${new Date(r).toISOString()} was ${new Date(S.get(r)).toISOString()}, now ${new Date(a).toISOString()}`,
-            );
-          } else if (!S.has(r)) {
-            S.set(r, a);
-          }
-        });
-      }
-      if (level2.length) reasons.push("level2");
-      if (reasons.length === 0) report.exchanges.passed++;
-      else
-        report.failures.push({
-          seq: line.seq,
-          step: line.step,
-          kind: "exchange",
-          reasons,
-          request: describeRequest(req, req.path),
-          expected: { status: exp.status, contentType: exp.contentType, body: expNorm },
-          actual: { status: res.status, contentType: actCt, body: actNorm },
-          level2: level2.length ? level2 : undefined,
-        });
+      const outcome = await sent;
+      lastResponseEnd = performance.now();
+      if (judge(line, outcome) === "abort") break;
+    }
+    for (const [tag, pending] of inFlight) {
+      report.failures.push({ seq: pending.line.seq, step: pending.line.step, kind: "await", detail: `async exchange ${tag} never awaited` });
+      await pending.promise;
     }
     // §5.5: wait, then report deliveries that no callback line matched.
     await sleep(300);
@@ -315,10 +467,32 @@ export const reportPassed = (r) =>
   r.exchanges.passed === r.exchanges.total &&
   r.callbacks.passed === r.callbacks.total;
 
+/**
+ * The actual JSON text without the listed top-level members that the recorded body lacks,
+ * or null when there is nothing to remove (or either body is not a JSON object).
+ */
+function stripAdditive(actualText, recordedText, members) {
+  let actual;
+  let recorded;
+  try {
+    actual = JSON.parse(actualText);
+    recorded = JSON.parse(recordedText);
+  } catch {
+    return null;
+  }
+  const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
+  if (!isObject(actual) || !isObject(recorded)) return null;
+  const removed = members.filter((m) => Object.hasOwn(actual, m) && !Object.hasOwn(recorded, m));
+  if (!removed.length) return null;
+  for (const m of removed) delete actual[m];
+  return { text: JSON.stringify(actual), members: removed };
+}
+
 export function summaryLine(r) {
   const parts = [`${r.exchanges.passed}/${r.exchanges.total} exchanges`];
   if (r.callbacks.total) parts.push(`${r.callbacks.passed}/${r.callbacks.total} callbacks`);
   if (r.unexpected.length) parts.push(`${r.unexpected.length} unexpected deliveries`);
+  for (const [m, seqs] of Object.entries(r.additive || {})) parts.push(`${seqs.length} with the additive member ${m}`);
   parts.push(`${(r.durationMs / 1000).toFixed(1)}s`);
   let s = `${r.scenario}: ${parts.join(", ")}`;
   if (r.aborted) s += ` — ABORTED: ${r.aborted}`;

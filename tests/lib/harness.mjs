@@ -12,6 +12,7 @@
 //   scriptPath        the worker module (default build/index.js)
 //   host, port        listen address (default 127.0.0.1, a free port)
 //   verbose           let Miniflare/workerd log (default: false; also MINIFLARE_VERBOSE=1)
+//   unsafeTriggerHandlers  serve Miniflare's /cdn-cgi/handler/scheduled trigger (default false)
 //   transport         "fetch" (default) or "http" (node:http keep-alive; used by benchmarks)
 
 import { existsSync, readFileSync } from "node:fs";
@@ -58,6 +59,7 @@ export async function startWorker(options = {}) {
     port = 0,
     verbose = process.env.MINIFLARE_VERBOSE === "1",
     transport = "fetch",
+    unsafeTriggerHandlers = false,
   } = options;
   if (!existsSync(scriptPath)) {
     throw new Error(`${scriptPath} is missing: run \`npm run build\` first`);
@@ -84,6 +86,8 @@ export async function startWorker(options = {}) {
     cf: { colo: "LOCAL", country: "XX" },
     log: verbose ? new Log(LogLevel.DEBUG) : new Log(LogLevel.WARN),
   };
+  // `GET /cdn-cgi/handler/scheduled?cron=…` runs the scheduled handler (golden-0.4 §2.4).
+  if (unsafeTriggerHandlers) mfOptions.unsafeTriggerHandlers = true;
   if (persistDir) mfOptions.durableObjectsPersist = persistDir;
   const mf = new Miniflare(mfOptions);
   let url;

@@ -129,3 +129,75 @@ export function mediaType(ct) {
   if (ct == null) return null;
   return ct.split(";")[0].trim().toLowerCase();
 }
+
+// --- 0.4.0 additions (shared/golden-0.4/README.md §3) ----------------------------------
+// UUIDs (server-minted claim ids) are masked like server-clock tokens, learned into a second
+// map U (recorded -> actual) and substituted in request bodies. Only 0.4 replays use these.
+
+const UUID_SRC = String.raw`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`;
+const UUID_RE = () => new RegExp(UUID_SRC, "g");
+
+/** maskString plus §3.1: every UUID substring becomes «UUID». */
+export function maskString040(s) {
+  return maskString(s).replace(UUID_RE(), "«UUID»");
+}
+
+/** canonical() with UUID masking in strings. */
+export function canonical040(value, key = null) {
+  if (typeof value === "string") {
+    if (key === "lastError" && value.startsWith("transport error: ")) return JSON.stringify("transport error: «…»");
+    return JSON.stringify(maskString040(value));
+  }
+  if (Array.isArray(value)) return `[${value.map((v) => canonical040(v)).join(",")}]`;
+  if (value && typeof value === "object") {
+    const keys = Object.keys(value).sort();
+    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonical040(value[k], k)}`).join(",")}}`;
+  }
+  return canonical(value, key);
+}
+
+/** normalizeBody with UUID masking. */
+export function normalizeBody040(text, { firstLine = false } = {}) {
+  let t = text;
+  if (firstLine) t = t.split("\n")[0];
+  const p = parseJson(t);
+  if (p.ok) return canonical040(p.value);
+  return `raw:${maskString040(t)}`;
+}
+
+/** The tokens of one string, left to right: instants ({kind:"ms"}) and UUIDs ({kind:"uuid"}). */
+function stringTokens040(s) {
+  const found = stringTokens(s).map((t) => ({ index: t.index, kind: "ms", v: t.ms }));
+  for (const m of s.matchAll(UUID_RE())) found.push({ index: m.index, kind: "uuid", v: m[0] });
+  return found.sort((a, b) => a.index - b.index);
+}
+
+/** §3.2: server-clock instants and UUIDs in canonical traversal order: [{kind, v}]. */
+export function extractTokens040(text) {
+  const p = parseJson(text);
+  const out = [];
+  if (!p.ok) {
+    for (const t of stringTokens040(text)) out.push({ kind: t.kind, v: t.v });
+    return out;
+  }
+  const walk = (v, key) => {
+    if (typeof v === "number") {
+      if (isMsNumber(v) && key !== "retryAfterSeconds") out.push({ kind: "ms", v });
+    } else if (typeof v === "string") {
+      if (key === "lastError" && v.startsWith("transport error: ")) return;
+      for (const t of stringTokens040(v)) out.push({ kind: t.kind, v: t.v });
+    } else if (Array.isArray(v)) {
+      for (const x of v) walk(x);
+    } else if (v && typeof v === "object") {
+      for (const k of Object.keys(v).sort()) walk(v[k], k);
+    }
+  };
+  walk(p.value, null);
+  return out;
+}
+
+/** §3.2: replace every UUID that is a key of U by its value. */
+export function rewriteUuids(text, U) {
+  if (U.size === 0) return text;
+  return text.replace(UUID_RE(), (u) => (U.has(u) ? U.get(u) : u));
+}

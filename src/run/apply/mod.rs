@@ -226,7 +226,7 @@ pub fn apply_event(store: &mut dyn Store, ctx: &Ctx, alarm: &mut Alarm, request:
     retention::record_markers(cx.store, &outcome, &cx.run_id_text)?;
     retention::schedule(cx.store, alarm, &mut outcome, cleanup.as_ref(), retention.cleanup.is_some())?;
     let outcome = finalize_page(&mut cx, outcome)?;
-    Ok(success_value(outcome))
+    Ok(success_value(outcome, ctx.now))
 }
 
 /// The state machine (§6.3–6.8). `Ok(Err(failure))` is a failure outcome.
@@ -372,7 +372,10 @@ fn failure_value(f: &Failure) -> Value {
     Value::Object(m)
 }
 
-fn success_value(s: Success) -> Value {
+/// The success outcome. `now` dates the run catalog publication lease
+/// (`indexPublicationExpiresAt`, spec-0.4 run-do.md §2 step 8) of an outcome carrying a run.
+fn success_value(s: Success, now: i64) -> Value {
+    let lease = s.run.is_some().then(|| crate::lifecycle::publication_expires_at(now));
     let mut m = Map::new();
     m.insert("ok".into(), Value::Bool(true));
     let mut put = |k: &str, r: Option<Record>| {
@@ -398,6 +401,9 @@ fn success_value(s: Success) -> Value {
         m.insert("events".into(), Value::Array(p.data));
         m.insert("cursor".into(), p.cursor.map_or(Value::Null, Value::String));
         m.insert("hasMore".into(), Value::Bool(p.has_more));
+    }
+    if let Some(at) = lease {
+        m.insert("indexPublicationExpiresAt".into(), Value::num(at as f64));
     }
     if let Some(n) = s.max_events {
         m.insert("maxEvents".into(), Value::num(n));

@@ -109,7 +109,7 @@ impl World {
             Binding::Index => crate::index::call(s, &ctx, method, Args(&args)),
             Binding::Streams => crate::stream::call(s, &ctx, method, Args(&args)),
             Binding::Queue => crate::queue::call(s, &ctx, &mut Alarm::unknown(), method, Args(&args)),
-            Binding::Runs => Err(RpcError::error("runs are not peers here")),
+            Binding::Runs | Binding::HookTokens | Binding::HookIds => Err(RpcError::error("not a peer here")),
         })
     }
 
