@@ -4,10 +4,10 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { cpSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { STANDARD_VARS, startWorker } from "./lib/harness.mjs";
+import { ROOT, STANDARD_VARS, startWorker } from "./lib/harness.mjs";
 import { enqueueRequest, pool, startQueueTarget } from "./lib/queue-target.mjs";
 import { shardOf } from "./lib/world-client.mjs";
 
@@ -462,5 +462,44 @@ test("queue 0.4: paged expireRun with receipts, acknowledgeExpireRun, bounded pu
       assert.equal(res.status, 500);
       assert.deepEqual(await res.json(), { error: { name: "Error", message } });
     });
+  }
+});
+
+// State persisted by the release before the 0.4 queue layout (scripts/make-queue-inflight-fixture.mjs):
+// two messages claimed for delivery (0.3 `inflight:<messageId>` = deadline) when the
+// runtime stopped; their target no longer exists.
+test("queue 0.4: messages claimed before the upgrade (0.3 inflight: entries) are converted and recovered", { timeout: 60_000 }, async () => {
+  const fixtureDir = join(ROOT, "tests", "fixtures", "queue-inflight-0.3");
+  const fixture = JSON.parse(readFileSync(join(fixtureDir, "fixture.json"), "utf8"));
+  const dir = mkdtempSync(join(tmpdir(), "celld-queue-upgrade-"));
+  cpSync(join(fixtureDir, "state"), dir, { recursive: true });
+  const w = await startWorker({ persistDir: dir });
+  try {
+    const q = (method, args = []) => w.rpc("queue", fixture.shard, method, args);
+    // Legacy claims count as in flight until converted.
+    assert.equal((await q("stats")).inflight, 2);
+    // The first call armed the alarm; conversion, recovery and redelivery follow. The
+    // dead target fails both attempts (QUEUE_MAX_ATTEMPTS=2): two dead letters.
+    const deadline = Date.now() + 20_000;
+    let stats;
+    while (Date.now() < deadline) {
+      stats = await q("stats");
+      if (stats.pending === 0 && stats.inflight === 0 && stats.deadLetters === 2) break;
+      await sleep(100);
+    }
+    assert.deepEqual(stats, { pending: 0, inflight: 0, deadLetters: 2, alarmAt: null });
+    const dead = (await q("listDeadLetters")).data;
+    assert.deepEqual(dead.map((d) => d.messageId).sort(), fixture.messages.map((m) => m.messageId).sort());
+    for (const d of dead) assert.equal(d.attempt, 2);
+    // The run reference followed the message into the dead-letter table, and the dedup
+    // key was released.
+    const [withRun] = fixture.messages.filter((m) => m.runId);
+    assert.deepEqual(await q("expireRun", [withRun.runId, 946684800000, {}]), { deleted: 1, done: true, receipt: { expiredAt: 946684800000, deleted: 1 } });
+    assert.deepEqual((await q("listDeadLetters")).data.map((d) => d.messageId), fixture.messages.filter((m) => !m.runId).map((m) => m.messageId));
+    const again = await q("enqueue", [enqueueRequest("msg_after_upgrade", "http://127.0.0.1:9", { idempotencyKey: withRun.idempotencyKey, delaySeconds: 3600 })]);
+    assert.deepEqual(again, { ok: true, messageId: "msg_after_upgrade", deduped: false });
+  } finally {
+    await w.dispose();
+    rmSync(dir, { recursive: true, force: true });
   }
 });
