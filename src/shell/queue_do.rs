@@ -298,7 +298,8 @@ impl QueueObject {
 
     /// The run DOs' answers for the runs `method` must check (a read, then the hops).
     async fn ask_lifecycle(&self, method: &str, args: &[Value]) -> std::result::Result<Lifecycle, RpcError> {
-        let runs = in_transaction(&self.storage, |s| driver::runs_to_check(s, &self.config, method, Args(args)))?;
+        // Reads only: no transaction needed.
+        let runs = in_caller_transaction(&self.storage, true, |s| driver::runs_to_check(s, &self.config, method, Args(args)))?;
         driver::ask(self, &self.expired, &runs).await
     }
 
