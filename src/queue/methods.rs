@@ -326,7 +326,7 @@ pub fn expire_run(store: &mut dyn Store, ctx: &Ctx, alarm: &mut Alarm, args: Arg
     let deleted = previous.as_ref().map_or(0.0, |f| f.deleted) + page as f64;
     // An invalid Date is kept as `null`, as `JSON.stringify` keeps it in the reference
     // (instead of failing the call after the purge).
-    let given_at = args.raw(1).map_or(Value::Null, without_invalid_dates);
+    let given_at = args.raw(1).map(without_invalid_dates);
     let fence = Fence {
         expired_at: match (&previous, paged) {
             (Some(p), true) => p.expired_at.clone(),
@@ -365,7 +365,7 @@ pub fn acknowledge_expire_run(store: &mut dyn Store, ctx: &Ctx, alarm: &mut Alar
     let acknowledged = |v: bool| Ok(Value::object([("acknowledged", Value::Bool(v))]));
     let Some(mut fence) = Fence::read(store, &run_id)? else { return acknowledged(true) };
     let receipt = args.raw(1);
-    let same_at = strict_eq(optional_member(receipt, "expiredAt"), Some(&fence.expired_at));
+    let same_at = strict_eq(optional_member(receipt, "expiredAt"), fence.expired_at.as_ref());
     let same_count = optional_member(receipt, "deleted").and_then(Value::as_f64) == Some(fence.deleted);
     if !same_at || !same_count {
         return acknowledged(false);

@@ -246,7 +246,8 @@ pub fn row_run_expired(store: &mut dyn Store, row: &Row, lifecycle: &Lifecycle) 
 /// `null`; `paged` records whether it had one (the result shape follows it).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Fence {
-    pub expired_at: Value,
+    /// `None`: the member is absent (an `expireRun` without `expiredAt`).
+    pub expired_at: Option<Value>,
     pub deleted: f64,
     pub compact_at: Option<i64>,
     pub paged: bool,
@@ -258,7 +259,7 @@ impl Fence {
         let Some(v) = get_value(store, &key)? else { return Ok(None) };
         let Value::Object(m) = v else { return Err(corrupt(&key)) };
         Ok(Some(Fence {
-            expired_at: m.get("expiredAt").cloned().unwrap_or(Value::Null),
+            expired_at: m.get("expiredAt").cloned(),
             deleted: m.get("deleted").and_then(Value::as_f64).unwrap_or(0.0),
             compact_at: m.get("compactAt").and_then(Value::as_f64).map(clamp_time),
             paged: m.contains_key("compactAt"),
@@ -267,7 +268,9 @@ impl Fence {
 
     pub fn write(&self, store: &mut dyn Store, run_id: &str) -> StoreResult<()> {
         let mut m = Map::new();
-        m.insert("expiredAt".into(), self.expired_at.clone());
+        if let Some(at) = &self.expired_at {
+            m.insert("expiredAt".into(), at.clone());
+        }
         m.insert("deleted".into(), Value::num(self.deleted));
         if self.paged {
             m.insert("compactAt".into(), self.compact_at.map_or(Value::Null, |t| Value::num(t as f64)));
@@ -277,7 +280,12 @@ impl Fence {
 
     /// The receipt `{expiredAt, deleted}`.
     pub fn receipt(&self) -> Value {
-        Value::object([("expiredAt", self.expired_at.clone()), ("deleted", Value::num(self.deleted))])
+        let mut m = Map::new();
+        if let Some(at) = &self.expired_at {
+            m.insert("expiredAt".into(), at.clone());
+        }
+        m.insert("deleted".into(), Value::num(self.deleted));
+        Value::Object(m)
     }
 }
 
