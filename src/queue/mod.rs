@@ -1,5 +1,5 @@
-//! QueueDO core (spec `queue-do.md`): one instance `q:<shard>` owns enqueue with
-//! shard-count pinning and idempotency-key dedup, durable scheduling through the object's
+//! QueueDO core (spec `queue-do.md`, 0.4 deltas in spec-0.4 `queue.md`): one instance
+//! `q:<shard>` owns enqueue with shard-count pinning and idempotency-key dedup, durable scheduling through the object's
 //! alarm, HTTP delivery with retries, capped exponential backoff and dead letters, the
 //! admin methods, and purging of expired runs' messages.
 //!
@@ -10,6 +10,19 @@
 //!   [`delivery::build_request`], [`delivery::classify`], [`delivery::settle`], so the
 //!   shell only does I/O (fetch, timers, the alarm API).
 //!
+//! ## Serving 0.3 and 0.4 from one layout
+//!
+//! * Storage is the 0.4 layout: in-flight claims are `inflight-deadline:<pad(deadline)>:<id>`
+//!   leases; 0.3 `inflight:<id>` claims left by the previous release are converted by the
+//!   alarm, one page of 128 per pass ([`delivery::claim`]).
+//! * Run-guarded mutations ask the run DO first ([`driver`]): `enqueue`, `redriveDeadLetter`,
+//!   retries, 503 rescheduling and every delivery of a message with a run.
+//! * `expireRun` is paged with receipts when the caller passes options (the 0.4 run DO
+//!   cleanup does) or the run's fence was started by such a call; otherwise it keeps the 0.3
+//!   contract (everything in one call, `{deleted}`), which the 0.3 golden rows record.
+//! * `purgeDeadLetters` is bounded (128, `hasMore`) for both generations
+//!   (`tests/golden-conflicts.json`).
+//!
 //! ## Where this differs from the reference (none of it is visible in the golden files)
 //!
 //! * **Alarm writes** happen right after the KV transaction commits instead of inside it
@@ -19,11 +32,15 @@
 //!   (a settled delivery frees a slot at once), up to 48 deliveries per invocation; the
 //!   reference delivers one batch of `QUEUE_MAX_INFLIGHT` per alarm. Caps and schedule
 //!   semantics are unchanged.
-//! * **Orphaned claims**: an `inflight:` entry whose delivery is not running in the current
-//!   instance (the previous instance died) is put back on the schedule at the next claim,
-//!   and a fresh instance's first call arms the alarm when such entries exist. The
-//!   reference waits for the deadline (timeout + 30 s), and until then the stale entries
-//!   also block the cell's delivery slots.
+//! * **Orphaned claims**: an `inflight-deadline:` lease whose delivery is not running in
+//!   the current instance (the previous instance died) is put back on the schedule at the
+//!   next claim, and a fresh instance's first call arms the alarm when such entries (or
+//!   0.3 `inflight:` entries) exist. The reference waits for the deadline (timeout + 30 s),
+//!   and until then the stale entries also block the cell's delivery slots.
+//! * **Lifecycle call failures**: a failed `getLifecycleStatus` before a delivery, retry or
+//!   503 rescheduling counts as "not expired" (logged); the queue fence is still checked.
+//!   The reference's throw would leave the claim until its deadline. `enqueue` and
+//!   `redriveDeadLetter` fail with the error, as in the reference.
 //! * **Absurd times** are clamped to 9 223 372 036 000 ms (year 2262), the latest the
 //!   alarm API accepts, so the alarm write cannot fail and key order stays time order; a non-numeric `delaySeconds` counts as 0 (the reference builds `NaN`
 //!   keys and may throw). A 503 body whose number overflows f64 (`1e400`) is not numeric
