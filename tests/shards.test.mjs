@@ -66,9 +66,10 @@ async function completeRun(runId) {
   assert.equal(out.ok, true, JSON.stringify(out));
 }
 
-test("run DO getLifecycleStatus: internal (not on /v1/rpc), missing → active → terminal", async () => {
+test("run DO getLifecycleStatus: on /v1/rpc since 0.4 and internally, missing → active → terminal", async () => {
   const r = await w.rpc.raw("runs", "wrun_lc", "getLifecycleStatus", []);
-  assert.equal(r.status, 404, "not whitelisted");
+  assert.equal(r.status, 200, "whitelisted (spec-0.4 wire.md §7)");
+  assert.equal(r.text, '"missing"');
   assert.equal(await ok("WORKFLOW_DB", "wrun_lc", "getLifecycleStatus"), "missing");
   await createRun("wrun_lc");
   assert.equal(await ok("WORKFLOW_DB", "wrun_lc", "getLifecycleStatus"), "active");

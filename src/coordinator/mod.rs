@@ -129,6 +129,14 @@ pub fn commit_call(args: &[Value]) -> Result<ShardCall, RpcError> {
     })
 }
 
+impl IndexOp {
+    /// Whether [`plan`] can make the operation one hop (so its body is worth decoding
+    /// before [`call`]).
+    pub fn has_plan(self) -> bool {
+        self == IndexOp::RunsCommit
+    }
+}
+
 /// The one-hop plan of an operation, if it is one (`runs.commit`); `None`: use [`call`].
 pub fn plan(op: IndexOp, args: &[Value]) -> Option<ShardCall> {
     match op {

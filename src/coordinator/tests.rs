@@ -86,6 +86,7 @@ fn commit_is_one_hop_to_the_runs_catalog_shard() {
         ]
     );
     assert_eq!(plan(IndexOp::RunsList, &[]), None);
+    assert_eq!(IndexOp::ALL.into_iter().filter(|o| o.has_plan()).collect::<Vec<_>>(), [IndexOp::RunsCommit]);
     assert_eq!(plan(IndexOp::RunsCommit, &[Value::Null]), None, "the error is the asynchronous path's");
     // Early dates are zero-padded to 13 digits.
     let early = commit_call(&[run("r", "w", 946_684_800_000)]).map(|c| c.args[1].clone());
@@ -274,4 +275,39 @@ fn release_batches_64_per_shard() {
         .map(|c| c.args[0].as_array().map_or(0, Vec::len))
         .sum();
     assert_eq!(total, 200);
+}
+
+#[test]
+fn a_hook_id_collision_is_refused_before_the_token_is_published() {
+    let f = Fleet::new();
+    let (a, b, c) = (owner("wrun_a", "hook_same"), owner("wrun_b", "hook_same"), owner("wrun_c", "hook_c"));
+    for run in ["wrun_a", "wrun_b", "wrun_c"] {
+        f.world.set_run(run, "active");
+    }
+    assert_eq!(
+        op(&f, IndexOp::HooksReserve, vec![s("tok_a"), a.to_value()]).map(|r| r.get("admitted").cloned()),
+        Ok(Some(Value::Bool(true)))
+    );
+    let collision = op_with(&f, IndexOp::HooksReserve, vec![s("tok_b"), b.to_value()], UUID_B);
+    assert_eq!(collision, Ok(Value::object([("admitted", Value::Bool(false)), ("holder", a.to_value())])));
+    assert!(f.world.keys(Family::Token, "tok_b").is_empty(), "the token claim is released");
+    let reused = op_with(&f, IndexOp::HooksReserve, vec![s("tok_b"), c.to_value()], UUID_B).unwrap_or(Value::Null);
+    assert_eq!(reused.get("admitted"), Some(&Value::Bool(true)), "the token is free for another id");
+}
+
+#[test]
+fn a_stale_reservation_cannot_finalize() {
+    let f = Fleet::new();
+    let a = owner("wrun_a", "hook_a");
+    f.world.set_run("wrun_a", "active");
+    let stale = op_with(&f, IndexOp::HooksReserve, vec![s("tok"), a.to_value()], UUID_A).ok().and_then(|r| r.get("reservation").cloned());
+    let stale = stale.unwrap_or(Value::Null);
+    assert_eq!(op(&f, IndexOp::HooksReleaseReservation, vec![s("tok"), a.to_value(), stale.clone()]), Ok(Value::Null));
+    let fresh = op_with(&f, IndexOp::HooksReserve, vec![s("tok"), a.to_value()], UUID_B).ok().and_then(|r| r.get("reservation").cloned());
+    let serialized = s(&hook_json(&a, "tok"));
+    let finalize =
+        |reservation: Value| op(&f, IndexOp::HooksFinalize, vec![s("tok"), s("hook_a"), serialized.clone(), a.to_value(), reservation]);
+    assert_eq!(finalize(stale), Err(RpcError::error("Hook token tok is reserved by another hook")));
+    assert_eq!(finalize(fresh.unwrap_or(Value::Null)), Ok(Value::Null));
+    assert_eq!(f.world.get(Family::Id, "hook_a"), serialized);
 }

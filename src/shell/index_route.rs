@@ -68,15 +68,17 @@ pub async fn index_call(env: Env, op: String, body: Vec<u8>) -> Array {
 
 /// The synchronous plan of an operation: `[1, status, body]` answer (a body the router
 /// refuses), `[2, ENV, instance, method, body]` one hop with this body, or `[0]`: call
-/// [`index_call`].
+/// [`index_call`] (which checks the body itself).
 #[wasm_bindgen(js_name = indexPlan)]
 pub fn index_plan(op: &str, body: &[u8]) -> Array {
     let asynchronous = || Array::of1(&JsValue::from(0));
+    // Only an operation that can be one hop decodes the body here ([`index_call`] does).
+    let Some(op) = IndexOp::from_name(op).filter(|op| op.has_plan()) else { return asynchronous() };
     let args = match args_or_refusal(body) {
         Ok(a) => a,
         Err(refusal) => return Array::of3(&JsValue::from(1), &refusal.get(0), &refusal.get(1)),
     };
-    let Some(call) = IndexOp::from_name(op).and_then(|op| coordinator::plan(op, &args)) else { return asynchronous() };
+    let Some(call) = coordinator::plan(op, &args) else { return asynchronous() };
     let Ok(body) = Value::Array(call.args).to_json() else { return asynchronous() };
     let plan = Array::of4(&JsValue::from(2), &call.target.env_binding().into(), &call.target.instance().into(), &call.method.into());
     plan.push(&Uint8Array::from(body.as_bytes()));

@@ -181,32 +181,21 @@ pub enum Decision {
 /// shell's to check (after the body, as [`RouterError::MissingBinding`]).
 pub fn decide(method: &str, pathname: &str, authorization: Option<&str>, secret: Option<&str>, content_length: Option<&str>) -> Decision {
     let refuse = |e: RouterError| Decision::Answer(e.status(), e.body());
-    let (binding, encoded_name, rpc_method) = match route(method, pathname, authorization, secret) {
-        Ok(Route::Health) => return Decision::Answer(200, HEALTH_BODY.to_string()),
-        Ok(Route::Rpc { binding, encoded_name, method }) => (binding, encoded_name, method),
-        Ok(Route::StreamChunks { segment }) => return Decision::StreamChunks(segment),
-        Ok(Route::Index { domain, op }) => {
-            // spec-0.4 wire.md §4: method, size, body, then the operation name.
-            if method != "POST" {
-                return refuse(RouterError::ExpectedPost);
-            }
-            if content_length_too_large(content_length) {
-                return refuse(RouterError::PayloadTooLarge);
-            }
-            return match IndexOp::parse(&domain, &op) {
-                Some(op) => Decision::Index(op),
-                None => Decision::AfterBody(RouterError::UnknownIndexOperation(format!("{domain}.{op}"))),
-            };
-        }
-        Err(e) => return refuse(e),
-    };
-    let method = rpc_method;
-    if content_length_too_large(content_length) {
-        return refuse(RouterError::PayloadTooLarge);
-    }
-    match decode_name(&encoded_name) {
-        Ok(name) => Decision::Forward { binding, name, method },
-        Err(e) => Decision::AfterBody(e),
+    match route(method, pathname, authorization, secret) {
+        Ok(Route::Health) => Decision::Answer(200, HEALTH_BODY.to_string()),
+        Ok(Route::StreamChunks { segment }) => Decision::StreamChunks(segment),
+        // spec-0.4 wire.md §4: method, size, body, then the operation name.
+        Ok(Route::Index { .. }) if method != "POST" => refuse(RouterError::ExpectedPost),
+        Ok(Route::Index { .. } | Route::Rpc { .. }) if content_length_too_large(content_length) => refuse(RouterError::PayloadTooLarge),
+        Ok(Route::Index { domain, op }) => match IndexOp::parse(&domain, &op) {
+            Some(op) => Decision::Index(op),
+            None => Decision::AfterBody(RouterError::UnknownIndexOperation(format!("{domain}.{op}"))),
+        },
+        Ok(Route::Rpc { binding, encoded_name, method }) => match decode_name(&encoded_name) {
+            Ok(name) => Decision::Forward { binding, name, method },
+            Err(e) => Decision::AfterBody(e),
+        },
+        Err(e) => refuse(e),
     }
 }
 
