@@ -82,8 +82,9 @@ pub fn claim_at_most(
             put_run_reference(store, &row, Slot::Due(&schedule))?;
         }
     }
-    if claims.len() > PAGE && recovered == 0 {
-        // More than PAGE live claims (only if the cap was lowered meanwhile): no room.
+    if claims.len() > PAGE {
+        // Claims beyond this page were not looked at (more than PAGE only after the cap
+        // was lowered, or deliveries of several dead instances): claim nothing this pass.
         active = active.max(max_inflight);
     }
 
