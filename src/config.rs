@@ -32,7 +32,50 @@ impl Default for Config {
     }
 }
 
+/// Largest `QUEUE_MAX_INFLIGHT` (spec-0.4 `queue.md` §2).
+pub const MAX_QUEUE_MAX_INFLIGHT: u32 = 128;
+/// Largest `QUEUE_DELIVERY_TIMEOUT_MS`.
+pub const MAX_QUEUE_DELIVERY_TIMEOUT_MS: u64 = 300_000;
+
+/// A deploy-time variable outside its bounds (the queue throws it as an `Error`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigError {
+    QueueMaxInflight,
+    QueueDeliveryTimeout,
+}
+
+impl ConfigError {
+    pub fn message(self) -> &'static str {
+        match self {
+            ConfigError::QueueMaxInflight => "QUEUE_MAX_INFLIGHT must be at most 128",
+            ConfigError::QueueDeliveryTimeout => "QUEUE_DELIVERY_TIMEOUT_MS must be at most 300000",
+        }
+    }
+}
+
+impl From<ConfigError> for crate::wire::RpcError {
+    fn from(e: ConfigError) -> Self {
+        crate::wire::RpcError::error(e.message())
+    }
+}
+
 impl Config {
+    /// `QUEUE_MAX_INFLIGHT`, refused above [`MAX_QUEUE_MAX_INFLIGHT`].
+    pub fn max_inflight(&self) -> Result<u32, ConfigError> {
+        if self.queue_max_inflight > MAX_QUEUE_MAX_INFLIGHT {
+            return Err(ConfigError::QueueMaxInflight);
+        }
+        Ok(self.queue_max_inflight)
+    }
+
+    /// `QUEUE_DELIVERY_TIMEOUT_MS`, refused above [`MAX_QUEUE_DELIVERY_TIMEOUT_MS`].
+    pub fn delivery_timeout_ms(&self) -> Result<u64, ConfigError> {
+        if self.queue_delivery_timeout_ms > MAX_QUEUE_DELIVERY_TIMEOUT_MS {
+            return Err(ConfigError::QueueDeliveryTimeout);
+        }
+        Ok(self.queue_delivery_timeout_ms)
+    }
+
     /// Build from an environment lookup (variable name → string value, if set).
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Config {
         let non_empty = |name: &str| get(name).filter(|v| !v.is_empty());
@@ -42,8 +85,10 @@ impl Config {
             queue_max_attempts: positive_int(get("QUEUE_MAX_ATTEMPTS").as_deref())
                 .and_then(|v| u32::try_from(v).ok())
                 .unwrap_or(DEFAULT_QUEUE_MAX_ATTEMPTS),
+            // Kept as parsed (saturated), so an out-of-range value fails the bound check
+            // instead of falling back to the default.
             queue_max_inflight: positive_int(get("QUEUE_MAX_INFLIGHT").as_deref())
-                .and_then(|v| u32::try_from(v).ok())
+                .map(|v| u32::try_from(v).unwrap_or(u32::MAX))
                 .unwrap_or(DEFAULT_QUEUE_MAX_INFLIGHT),
             queue_delivery_timeout_ms: positive_int(get("QUEUE_DELIVERY_TIMEOUT_MS").as_deref())
                 .unwrap_or(DEFAULT_QUEUE_DELIVERY_TIMEOUT_MS),
@@ -195,5 +240,25 @@ mod tests {
         assert_eq!(c.queue_max_attempts, 2);
         assert_eq!(c.queue_max_inflight, DEFAULT_QUEUE_MAX_INFLIGHT);
         assert_eq!(c.queue_delivery_timeout_ms, DEFAULT_QUEUE_DELIVERY_TIMEOUT_MS);
+    }
+
+    #[test]
+    fn queue_bounds() {
+        let at = |inflight: &str, timeout: &str| {
+            let (i, t) = (inflight.to_string(), timeout.to_string());
+            Config::from_lookup(move |k| match k {
+                "QUEUE_MAX_INFLIGHT" => Some(i.clone()),
+                "QUEUE_DELIVERY_TIMEOUT_MS" => Some(t.clone()),
+                _ => None,
+            })
+        };
+        let ok = at("128", "300000");
+        assert_eq!((ok.max_inflight(), ok.delivery_timeout_ms()), (Ok(128), Ok(300_000)));
+        assert_eq!(at("129", "1").max_inflight(), Err(ConfigError::QueueMaxInflight));
+        assert_eq!(at("99999999999999", "1").max_inflight(), Err(ConfigError::QueueMaxInflight));
+        assert_eq!(at("1", "300001").delivery_timeout_ms(), Err(ConfigError::QueueDeliveryTimeout));
+        assert_eq!(ConfigError::QueueMaxInflight.message(), "QUEUE_MAX_INFLIGHT must be at most 128");
+        // Invalid values still fall back to the defaults.
+        assert_eq!(at("abc", "-1").max_inflight(), Ok(DEFAULT_QUEUE_MAX_INFLIGHT));
     }
 }

@@ -4,10 +4,10 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { cpSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { STANDARD_VARS, startWorker } from "./lib/harness.mjs";
+import { ROOT, STANDARD_VARS, startWorker } from "./lib/harness.mjs";
 import { enqueueRequest, pool, startQueueTarget } from "./lib/queue-target.mjs";
 import { shardOf } from "./lib/world-client.mjs";
 
@@ -115,7 +115,7 @@ test("queue: always failing with QUEUE_MAX_ATTEMPTS=2 → dead letter, listed, r
     const s = await q("q:0", "stats");
     assert.equal(s.deadLetters, 1);
     assert.equal(s.pending, 1); // msg_dead_3, an hour away
-    assert.deepEqual(await q("q:0", "purgeDeadLetters"), { purged: 1 });
+    assert.deepEqual(await q("q:0", "purgeDeadLetters"), { purged: 1, hasMore: false });
     assert.deepEqual(await q("q:0", "listDeadLetters"), { data: [], cursor: null, hasMore: false });
   });
 });
@@ -332,7 +332,7 @@ test("queue: admin methods on a fresh cell and argument edge cases", { timeout: 
     assert.equal(bad.status, 500);
     assert.deepEqual(bad.value, { error: { name: "TypeError", message: "Cannot read properties of undefined (reading 'runId')" } });
     assert.deepEqual(await q("q:9", "redriveDeadLetter", ["nope"]), { ok: false });
-    assert.deepEqual(await q("q:9", "purgeDeadLetters"), { purged: 0 });
+    assert.deepEqual(await q("q:9", "purgeDeadLetters"), { purged: 0, hasMore: false });
     assert.deepEqual(await q("q:9", "expireRun", ["wrun_x", 946684800000]), { deleted: 0 });
     const fenced = await q("q:9", "enqueue", [enqueueRequest("msg_f", "http://127.0.0.1:9", { runId: "wrun_x" })]);
     assert.deepEqual(fenced, { ok: false, code: "RUN_EXPIRED", message: 'Workflow run "wrun_x" has expired' });
@@ -378,6 +378,128 @@ test("queue: a delivery that died with the runtime is recovered by the next inst
   } finally {
     await w.dispose();
     await counting.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+// ---- 0.4 (spec-0.4 queue.md) ------------------------------------------------------------
+
+/** A run that is terminal with a 1 ms retention: its run DO reports it `expired` at once. */
+async function expiredRun(w, runId) {
+  const cleanup = { retentionMs: 1, queueShards: 1 };
+  const apply = async (data) => {
+    const out = await w.rpc("runs", runId, "applyEvent", [{ runId, data: { specVersion: 6, ...data }, cleanup }]);
+    assert.equal(out.ok, true, JSON.stringify(out));
+  };
+  await apply({ eventType: "run_created", eventData: { deploymentId: "dep", workflowName: "wf-q", input: [] } });
+  await apply({ eventType: "run_completed", eventData: { output: null } });
+  await sleep(20);
+}
+
+// The run DO's cleanup expires queue shards q:0..queueShards-1 (here q:0 only); the tests
+// below use q:5, which it never visits, so no queue fence ever exists there and only the
+// run DO's answer can refuse the run.
+test("queue 0.4: enqueue and delivery ask the run DO: an expired run is refused before any queue fence, and dropped before delivery", { timeout: 60_000 }, async () => {
+  await withWorld({}, () => ({ status: 200 }), async ({ w, target, q }) => {
+    // Scheduled while the run is active, due after it expired: dropped without a POST.
+    const active = await w.rpc("runs", "wrun_q04_late", "applyEvent", [
+      { runId: "wrun_q04_late", data: { specVersion: 6, eventType: "run_created", eventData: { deploymentId: "dep", workflowName: "wf-q", input: [] } }, cleanup: { retentionMs: 1, queueShards: 1 } },
+    ]);
+    assert.equal(active.ok, true);
+    const due = await q("q:5", "enqueue", [enqueueRequest("msg_q04_late", target.url, { runId: "wrun_q04_late", delaySeconds: 2, idempotencyKey: "k-late" })]);
+    assert.deepEqual(due, { ok: true, messageId: "msg_q04_late", deduped: false });
+    const done = await w.rpc("runs", "wrun_q04_late", "applyEvent", [
+      { runId: "wrun_q04_late", data: { specVersion: 6, eventType: "run_completed", eventData: { output: null } }, cleanup: { retentionMs: 1, queueShards: 1 } },
+    ]);
+    assert.equal(done.ok, true);
+
+    await expiredRun(w, "wrun_q04_gone");
+    const refused = await q("q:5", "enqueue", [enqueueRequest("msg_q04_x", target.url, { runId: "wrun_q04_gone" })]);
+    assert.deepEqual(refused, { ok: false, code: "RUN_EXPIRED", message: 'Workflow run "wrun_q04_gone" has expired' });
+    // An unknown run is accepted, and delivered.
+    const unknown = await q("q:5", "enqueue", [enqueueRequest("msg_q04_unknown", target.url, { runId: "wrun_q04_never" })]);
+    assert.equal(unknown.ok, true);
+
+    await sleep(3500);
+    assert.deepEqual(target.deliveries.map((d) => d.id), ["msg_q04_unknown"]);
+    assert.deepEqual(await q("q:5", "stats"), { pending: 0, inflight: 0, deadLetters: 0, alarmAt: null });
+    // The dropped message released its idempotency key.
+    const again = await q("q:5", "enqueue", [enqueueRequest("msg_q04_again", target.url, { idempotencyKey: "k-late", delaySeconds: 3600 })]);
+    assert.deepEqual(again, { ok: true, messageId: "msg_q04_again", deduped: false });
+  });
+});
+
+test("queue 0.4: paged expireRun with receipts, acknowledgeExpireRun, bounded purge, config bounds", { timeout: 60_000 }, async () => {
+  await withWorld({}, () => ({ status: 500 }), async ({ w, target, q }) => {
+    for (let i = 0; i < 3; i++) {
+      await q("q:0", "enqueue", [enqueueRequest(`msg_q04_exp_${i}`, target.url, { runId: "wrun_q04_exp", delaySeconds: 3600, idempotencyKey: `k-exp-${i}` })]);
+    }
+    assert.deepEqual(await q("q:0", "expireRun", ["wrun_q04_exp", 946684800000, { limit: 2 }]), { deleted: 2, done: false });
+    const receipt = { expiredAt: 946684800000, deleted: 3 };
+    assert.deepEqual(await q("q:0", "expireRun", ["wrun_q04_exp", 946684800000]), { deleted: 3, done: true, receipt });
+    assert.deepEqual(await q("q:0", "acknowledgeExpireRun", ["wrun_q04_exp", { ...receipt, deleted: 4 }]), { acknowledged: false });
+    assert.deepEqual(await q("q:0", "acknowledgeExpireRun", ["wrun_q04_exp", receipt]), { acknowledged: true });
+    const stats = await q("q:0", "stats");
+    assert.equal(stats.pending, 0);
+    assert.ok(stats.alarmAt > Date.now() + 300_000, "alarm armed for the fence compaction");
+    const refused = await q("q:0", "enqueue", [enqueueRequest("msg_q04_exp_9", target.url, { runId: "wrun_q04_exp" })]);
+    assert.equal(refused.code, "RUN_EXPIRED");
+    // Without a fence: already compacted.
+    assert.deepEqual(await q("q:0", "acknowledgeExpireRun", ["wrun_none", receipt]), { acknowledged: true });
+    // 0.3 callers (no options, no paged fence) keep `{deleted}`.
+    assert.deepEqual(await q("q:0", "expireRun", ["wrun_q04_old", 946684800000]), { deleted: 0 });
+  });
+  for (const [name, value, message] of [
+    ["QUEUE_MAX_INFLIGHT", "129", "QUEUE_MAX_INFLIGHT must be at most 128"],
+    ["QUEUE_DELIVERY_TIMEOUT_MS", "300001", "QUEUE_DELIVERY_TIMEOUT_MS must be at most 300000"],
+  ]) {
+    await withWorld({ [name]: value }, () => ({ status: 200 }), async ({ w, target }) => {
+      const res = await fetch(new URL("/v1/rpc/queue/q%3A0/enqueue", w.url), {
+        method: "POST",
+        headers: { authorization: `Bearer ${w.secret}`, "content-type": "application/json" },
+        body: JSON.stringify([enqueueRequest("msg_bound", target.url, { runId: "wrun_bound" })]),
+      });
+      assert.equal(res.status, 500);
+      assert.deepEqual(await res.json(), { error: { name: "Error", message } });
+    });
+  }
+});
+
+// State persisted by the release before the 0.4 queue layout (scripts/make-queue-inflight-fixture.mjs):
+// two messages claimed for delivery (0.3 `inflight:<messageId>` = deadline) when the
+// runtime stopped; their target no longer exists.
+test("queue 0.4: messages claimed before the upgrade (0.3 inflight: entries) are converted and recovered", { timeout: 60_000 }, async () => {
+  const fixtureDir = join(ROOT, "tests", "fixtures", "queue-inflight-0.3");
+  const fixture = JSON.parse(readFileSync(join(fixtureDir, "fixture.json"), "utf8"));
+  const dir = mkdtempSync(join(tmpdir(), "celld-queue-upgrade-"));
+  cpSync(join(fixtureDir, "state"), dir, { recursive: true });
+  const w = await startWorker({ persistDir: dir });
+  try {
+    const q = (method, args = []) => w.rpc("queue", fixture.shard, method, args);
+    // Legacy claims count as in flight until converted.
+    assert.equal((await q("stats")).inflight, 2);
+    // The first call armed the alarm; conversion, recovery and redelivery follow. The
+    // dead target fails both attempts (QUEUE_MAX_ATTEMPTS=2): two dead letters.
+    const deadline = Date.now() + 20_000;
+    let stats;
+    while (Date.now() < deadline) {
+      stats = await q("stats");
+      if (stats.pending === 0 && stats.inflight === 0 && stats.deadLetters === 2) break;
+      await sleep(100);
+    }
+    assert.deepEqual(stats, { pending: 0, inflight: 0, deadLetters: 2, alarmAt: null });
+    const dead = (await q("listDeadLetters")).data;
+    assert.deepEqual(dead.map((d) => d.messageId).sort(), fixture.messages.map((m) => m.messageId).sort());
+    for (const d of dead) assert.equal(d.attempt, 2);
+    // The run reference followed the message into the dead-letter table, and the dedup
+    // key was released.
+    const [withRun] = fixture.messages.filter((m) => m.runId);
+    assert.deepEqual(await q("expireRun", [withRun.runId, 946684800000, {}]), { deleted: 1, done: true, receipt: { expiredAt: 946684800000, deleted: 1 } });
+    assert.deepEqual((await q("listDeadLetters")).data.map((d) => d.messageId), fixture.messages.filter((m) => !m.runId).map((m) => m.messageId));
+    const again = await q("enqueue", [enqueueRequest("msg_after_upgrade", "http://127.0.0.1:9", { idempotencyKey: withRun.idempotencyKey, delaySeconds: 3600 })]);
+    assert.deepEqual(again, { ok: true, messageId: "msg_after_upgrade", deduped: false });
+  } finally {
+    await w.dispose();
     rmSync(dir, { recursive: true, force: true });
   }
 });

@@ -11,21 +11,35 @@ use crate::wire::{RpcError, Value};
 
 use super::state::*;
 
-/// Recover lost in-flight claims, claim due messages up to `QUEUE_MAX_INFLIGHT`, and
-/// schedule the next alarm (§4.1). One transaction.
+/// A claimed message: its row as claimed and its lease token (the exact
+/// `inflight-deadline:` key; every settlement first deletes it and does nothing when it
+/// is gone, so a late answer for a recovered claim cannot touch a newer one).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Claimed {
+    pub row: Row,
+    pub lease: String,
+}
+
+/// The alarm's claim phase (spec-0.4 `queue.md` §4), one transaction:
 ///
-/// `is_live(messageId)` tells whether a delivery of that message is running in this very
-/// object instance. An `inflight:` entry that is not live was left behind by an instance
-/// that no longer exists (eviction, restart, deploy): it is recovered at once instead of
-/// waiting for its deadline (delivery is at least once either way). Pass `|_| true` for
-/// the reference's deadline-only behaviour.
+/// 1. compact a page of due fence-compaction entries (more due → alarm now + 1, stop);
+/// 2. convert a page of 0.3 `inflight:<messageId>` claims into `inflight-deadline:` claims
+///    with the same deadline;
+/// 3. recover lost claims (deadline passed, or — our extension — not running in this
+///    instance: `is_live(lease)` is false), at most [`PAGE`] (more → alarm now + 1, stop);
+/// 4. claim up to `QUEUE_MAX_INFLIGHT` − active due messages;
+/// 5. schedule the next alarm.
+///
+/// `QUEUE_MAX_INFLIGHT` > 128 or `QUEUE_DELIVERY_TIMEOUT_MS` > 300000 fail the phase
+/// (the shell then sets the alarm to now + 1000). Pass `|_| true` as `is_live` for the
+/// reference's deadline-only recovery.
 pub fn claim(
     store: &mut dyn Store,
     now: i64,
     config: &Config,
     alarm: &mut Alarm,
     is_live: &dyn Fn(&str) -> bool,
-) -> Result<Vec<Row>, RpcError> {
+) -> Result<Vec<Claimed>, RpcError> {
     claim_at_most(store, now, config, alarm, is_live, usize::MAX)
 }
 
@@ -37,43 +51,107 @@ pub fn claim_at_most(
     alarm: &mut Alarm,
     is_live: &dyn Fn(&str) -> bool,
     limit: usize,
-) -> Result<Vec<Row>, RpcError> {
-    let max_inflight = config.queue_max_inflight as usize;
-    let mut inflight_count = 0usize;
-    for (key, text) in store.list(&ListOptions::prefix(INFLIGHT_PREFIX))? {
-        let message_id = key.get(INFLIGHT_PREFIX.len()..).unwrap_or("").to_string();
-        let deadline = decode_entry(&key, &text)?.as_f64().unwrap_or(f64::NAN);
-        let lost = deadline <= now as f64 || !is_live(&message_id);
+) -> Result<Vec<Claimed>, RpcError> {
+    let max_inflight = config.max_inflight()? as usize;
+    if compact_fences(store, now)? || convert_legacy_claims(store)? {
+        alarm.set(now.saturating_add(MIN_ALARM_DELAY_MS));
+        return Ok(Vec::new());
+    }
+
+    // Recover lost claims. Active claims number at most QUEUE_MAX_INFLIGHT (≤ 128), so
+    // one page of PAGE + 1 keys holds them all unless many claims were lost.
+    let claims = store.list(&ListOptions::prefix(INFLIGHT_PREFIX).limit(PAGE + 1))?;
+    let mut active = 0usize;
+    let mut recovered = 0usize;
+    for (lease, _) in &claims {
+        let lost = key_deadline(lease) <= now || !is_live(lease);
         if !lost {
-            inflight_count += 1;
+            active += 1;
             continue;
         }
-        store.delete(&key)?;
+        if recovered == PAGE {
+            alarm.set(now.saturating_add(MIN_ALARM_DELAY_MS));
+            return Ok(Vec::new());
+        }
+        recovered += 1;
+        store.delete(lease)?;
+        let message_id = inflight_message_id(lease).to_string();
         if let Some(row) = get_row(store, &message_id)? {
             let schedule = due_key(now, &message_id);
             put_value(store, &schedule, &Value::str(message_id.as_str()))?;
-            put_run_reference(store, &row, Some(&schedule), None)?;
+            put_run_reference(store, &row, Slot::Due(&schedule))?;
         }
     }
+    if claims.len() > PAGE {
+        // Claims beyond this page were not looked at (more than PAGE only after the cap
+        // was lowered, or deliveries of several dead instances): claim nothing this pass.
+        active = active.max(max_inflight);
+    }
 
-    let mut rows = Vec::new();
-    if inflight_count < max_inflight && limit > 0 {
-        let room = (max_inflight - inflight_count).min(limit);
+    let mut claimed = Vec::new();
+    if active < max_inflight && limit > 0 {
+        let timeout = config.delivery_timeout_ms()?;
+        let room = (max_inflight - active).min(limit);
         let end = format!("{DUE_PREFIX}{}", pad(now.saturating_add(1)));
         let due = store.list(&ListOptions::prefix(DUE_PREFIX).end(end).limit(room))?;
-        let deadline = now as f64 + config.queue_delivery_timeout_ms as f64 + INFLIGHT_GRACE_MS as f64;
+        let deadline = clamp_time(now as f64 + timeout as f64 + INFLIGHT_GRACE_MS as f64);
         for (key, text) in due {
             store.delete(&key)?;
             let message_id = to_js_string(Some(&decode_entry(&key, &text)?));
             let Some(row) = get_row(store, &message_id)? else {
                 continue; // orphaned schedule entry
             };
-            put_value(store, &inflight_key(&message_id), &Value::num(deadline))?;
-            rows.push(row);
+            let lease = inflight_key(deadline, &message_id);
+            put_value(store, &lease, &Value::str(message_id.as_str()))?;
+            put_run_reference(store, &row, Slot::Inflight(&lease))?;
+            claimed.push(Claimed { row, lease });
         }
     }
     schedule_next(store, now, alarm)?;
-    Ok(rows)
+    Ok(claimed)
+}
+
+/// The deadline in a lease key.
+fn key_deadline(lease: &str) -> i64 {
+    lease.get(INFLIGHT_PREFIX.len()..INFLIGHT_PREFIX.len() + 13).and_then(|d| d.parse().ok()).unwrap_or(0)
+}
+
+/// Step 1: compact up to [`PAGE`] due fence-compaction entries (delete the entry, and the
+/// fence when its `compactAt` is the entry's). Returns whether more are due.
+fn compact_fences(store: &mut dyn Store, now: i64) -> Result<bool, RpcError> {
+    let end = format!("{FENCE_GC_PREFIX}{}", pad(now.saturating_add(1)));
+    let due = store.list(&ListOptions::prefix(FENCE_GC_PREFIX).end(end).limit(PAGE + 1))?;
+    for (key, text) in due.iter().take(PAGE) {
+        store.delete(key)?;
+        let entry = decode_entry(key, text)?;
+        let run_id = to_js_string(entry.get("runId"));
+        let compact_at = entry.get("compactAt").and_then(Value::as_f64).map(clamp_time);
+        if let Some(fence) = Fence::read(store, &run_id)? {
+            if fence.compact_at.is_some() && fence.compact_at == compact_at {
+                store.delete(&expired_key(&run_id))?;
+            }
+        }
+    }
+    Ok(due.len() > PAGE)
+}
+
+/// Step 2: convert up to [`PAGE`] 0.3 claims `inflight:<id>` = deadline into
+/// `inflight-deadline:<pad(deadline)>:<id>` (and their run references), so messages
+/// claimed before the upgrade are recovered like any other claim. Returns whether more
+/// remain.
+fn convert_legacy_claims(store: &mut dyn Store) -> Result<bool, RpcError> {
+    let legacy = store.list(&ListOptions::prefix(LEGACY_INFLIGHT_PREFIX).limit(PAGE + 1))?;
+    for (key, text) in legacy.iter().take(PAGE) {
+        store.delete(key)?;
+        let message_id = key.get(LEGACY_INFLIGHT_PREFIX.len()..).unwrap_or("");
+        let Some(row) = get_row(store, message_id)? else { continue };
+        // A deadline we cannot read counts as passed.
+        let deadline = decode_entry(key, text).ok().and_then(|v| v.as_f64()).map_or(0, clamp_time);
+        let lease = inflight_key(deadline, message_id);
+        put_value(store, &lease, &Value::str(message_id))?;
+        put_run_reference(store, &row, Slot::Inflight(&lease))?;
+    }
+    Ok(legacy.len() > PAGE)
 }
 
 /// The body of a delivery: `row.body` as `fetch` would send it.
@@ -173,78 +251,90 @@ pub enum Settled {
     Redelivering,
     Retrying,
     DeadLettered,
-    /// The run was fenced while the message was in flight: gone, not dead-lettered.
+    /// The run expired while the message was in flight (its run DO says so, or the queue
+    /// fenced it): gone, not dead-lettered.
     Purged,
+    /// The lease was gone (the claim was recovered or purged meanwhile): nothing changed.
+    Stale,
 }
 
-/// Delete the message and everything pointing at it (run fenced meanwhile).
+/// Delete the message and everything pointing at it (its claim is already deleted).
 fn purge(store: &mut dyn Store, row: &Row) -> Result<(), RpcError> {
     let id = row.id();
     store.delete(&msg_key(&id))?;
-    store.delete(&inflight_key(&id))?;
     if let Some(run_id) = row.run_id() {
         store.delete(&run_ref_key(&run_id, &id))?;
     }
     release_claim(store, row.member("idempotencyKey"), row.member("messageId"))
 }
 
-/// Commit the outcome of one delivery of `row` (the row as claimed). One transaction.
+/// Drop a claimed message of an expired run without delivering it (checked right before
+/// the POST). One transaction.
+pub fn drop_expired(store: &mut dyn Store, now: i64, claimed: &Claimed, alarm: &mut Alarm) -> Result<Settled, RpcError> {
+    if store.get(&claimed.lease)?.is_none() {
+        return Ok(Settled::Stale);
+    }
+    store.delete(&claimed.lease)?;
+    purge(store, &claimed.row)?;
+    schedule_next(store, now, alarm)?;
+    Ok(Settled::Purged)
+}
+
+/// Commit the outcome of one delivery of a claimed message. One transaction. `lifecycle`
+/// is what the run DO said before a retry or 503 rescheduling (see [`super::driver`]).
 pub fn settle(
     store: &mut dyn Store,
     now: i64,
     config: &Config,
-    row: &Row,
+    claimed: &Claimed,
     action: &Action,
+    lifecycle: &Lifecycle,
     alarm: &mut Alarm,
 ) -> Result<Settled, RpcError> {
+    let row = &claimed.row;
+    if store.get(&claimed.lease)?.is_none() {
+        return Ok(Settled::Stale);
+    }
+    store.delete(&claimed.lease)?;
     let id = row.id();
     let settled = match action {
         Action::Ack => {
             store.delete(&msg_key(&id))?;
-            store.delete(&inflight_key(&id))?;
             release_claim(store, row.member("idempotencyKey"), row.member("messageId"))?;
             if let Some(run_id) = row.run_id() {
                 store.delete(&run_ref_key(&run_id, &id))?;
             }
             Settled::Acked
         }
+        _ if row_run_expired(store, row, lifecycle)? => {
+            purge(store, row)?;
+            Settled::Purged
+        }
         Action::Redeliver { timeout_seconds } => {
-            if run_fenced(store, row)? {
-                purge(store, row)?;
-                Settled::Purged
-            } else {
-                store.delete(&inflight_key(&id))?;
-                let schedule = due_key(clamp_time(now as f64 + timeout_seconds * 1000.0), &id);
-                put_value(store, &schedule, &Value::str(id.as_str()))?;
-                put_run_reference(store, row, Some(&schedule), None)?;
-                Settled::Redelivering
-            }
+            let schedule = due_key(clamp_time(now as f64 + timeout_seconds * 1000.0), &id);
+            put_value(store, &schedule, &Value::str(id.as_str()))?;
+            put_run_reference(store, row, Slot::Due(&schedule))?;
+            Settled::Redelivering
         }
         Action::Retry { reason } => {
             let attempt = row.attempt() + 1.0;
-            if run_fenced(store, row)? {
-                purge(store, row)?;
-                Settled::Purged
+            let mut updated = row.clone();
+            updated.set("attempt", Value::num(attempt));
+            updated.set("lastError", Value::str(reason.as_str()));
+            if attempt >= f64::from(config.queue_max_attempts) {
+                updated.set("failedAt", Value::num(now as f64));
+                let dead_key = dlq_key(now, &id);
+                put_value(store, &dead_key, &updated.to_value())?;
+                store.delete(&msg_key(&id))?;
+                release_claim(store, row.member("idempotencyKey"), row.member("messageId"))?;
+                put_run_reference(store, row, Slot::Dlq(&dead_key))?;
+                Settled::DeadLettered
             } else {
-                store.delete(&inflight_key(&id))?;
-                let mut updated = row.clone();
-                updated.set("attempt", Value::num(attempt));
-                updated.set("lastError", Value::str(reason.as_str()));
-                if attempt >= f64::from(config.queue_max_attempts) {
-                    updated.set("failedAt", Value::num(now as f64));
-                    let dead_key = dlq_key(now, &id);
-                    put_value(store, &dead_key, &updated.to_value())?;
-                    store.delete(&msg_key(&id))?;
-                    release_claim(store, row.member("idempotencyKey"), row.member("messageId"))?;
-                    put_run_reference(store, row, None, Some(&dead_key))?;
-                    Settled::DeadLettered
-                } else {
-                    let schedule = due_key(clamp_time(now as f64 + backoff_seconds(attempt) * 1000.0), &id);
-                    put_value(store, &msg_key(&id), &updated.to_value())?;
-                    put_value(store, &schedule, &Value::str(id.as_str()))?;
-                    put_run_reference(store, row, Some(&schedule), None)?;
-                    Settled::Retrying
-                }
+                let schedule = due_key(clamp_time(now as f64 + backoff_seconds(attempt) * 1000.0), &id);
+                put_value(store, &msg_key(&id), &updated.to_value())?;
+                put_value(store, &schedule, &Value::str(id.as_str()))?;
+                put_run_reference(store, row, Slot::Due(&schedule))?;
+                Settled::Retrying
             }
         }
     };

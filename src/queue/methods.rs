@@ -24,14 +24,23 @@ fn failure(code: &str, message: String) -> Value {
     Value::object([("ok", Value::Bool(false)), ("code", Value::str(code)), ("message", Value::str(message))])
 }
 
-/// `enqueue(request)` (§3).
-pub fn enqueue(store: &mut dyn Store, ctx: &Ctx, alarm: &mut Alarm, args: Args) -> Result<Value, RpcError> {
+/// The run a request names (`request.runId` when truthy), read without failing.
+pub fn enqueue_run_id(args: Args) -> Option<String> {
+    let run_id = optional_member(args.raw(0), "runId");
+    truthy(run_id).then(|| to_js_string(run_id))
+}
+
+/// `enqueue(request)` (§3; spec-0.4 `queue.md` §2–3). `lifecycle` holds the run DO's
+/// answer for `request.runId`, asked before this transaction.
+pub fn enqueue(store: &mut dyn Store, ctx: &Ctx, alarm: &mut Alarm, args: Args, lifecycle: &Lifecycle) -> Result<Value, RpcError> {
     let now = ctx.now;
+    ctx.config.max_inflight()?;
+    ctx.config.delivery_timeout_ms()?;
     let request = args.raw(0);
     let run_id = member(request, "runId")?;
 
-    // 1. Fence.
-    if truthy(run_id) && store.get(&expired_key(&to_js_string(run_id)))?.is_some() {
+    // 1. Expired: the run DO said so, or the queue's fence exists.
+    if truthy(run_id) && run_expired(store, &to_js_string(run_id), lifecycle)? {
         return Ok(failure("RUN_EXPIRED", format!("Workflow run \"{}\" has expired", to_js_string(run_id))));
     }
 
@@ -110,7 +119,7 @@ pub fn enqueue(store: &mut dyn Store, ctx: &Ctx, alarm: &mut Alarm, args: Args) 
     let schedule = due_key(due_at, &id);
     put_value(store, &msg_key(&id), &row.to_value())?;
     put_value(store, &schedule, &Value::str(id.as_str()))?;
-    put_run_reference(store, &row, Some(&schedule), None)?;
+    put_run_reference(store, &row, Slot::Due(&schedule))?;
 
     // 6. Arm at most.
     arm_at_most(due_at, now, alarm);
@@ -124,7 +133,8 @@ fn count(store: &mut dyn Store, prefix: &str) -> Result<usize, RpcError> {
 /// `stats()` (§5).
 pub fn stats(store: &mut dyn Store, alarm: &Alarm) -> Result<Value, RpcError> {
     let pending = count(store, DUE_PREFIX)?;
-    let inflight = count(store, INFLIGHT_PREFIX)?;
+    // 0.3 claims not yet converted are in flight too.
+    let inflight = count(store, INFLIGHT_PREFIX)? + count(store, LEGACY_INFLIGHT_PREFIX)?;
     let dead = count(store, DLQ_PREFIX)?;
     Ok(Value::object([
         ("pending", Value::num(pending as f64)),
@@ -176,15 +186,40 @@ pub fn list_dead_letters(store: &mut dyn Store, args: Args) -> Result<Value, Rpc
     Ok(Value::Object(out))
 }
 
-/// `redriveDeadLetter(messageId)` (§5).
-pub fn redrive_dead_letter(store: &mut dyn Store, ctx: &Ctx, alarm: &mut Alarm, args: Args) -> Result<Value, RpcError> {
-    let now = ctx.now;
-    let wanted = args.raw(0);
-    let not_ok = || Ok(Value::object([("ok", Value::Bool(false))]));
+/// The dead letter `redriveDeadLetter(messageId)` names: its key and row.
+fn find_dead_letter(store: &mut dyn Store, wanted: Option<&Value>) -> Result<Option<(String, Row)>, RpcError> {
     for (key, text) in store.list(&ListOptions::prefix(DLQ_PREFIX))? {
         let dead = Row::from_value(&key, decode_entry(&key, &text)?)?;
-        if !strict_eq(dead.member("messageId"), wanted) {
-            continue;
+        if strict_eq(dead.member("messageId"), wanted) {
+            return Ok(Some((key, dead)));
+        }
+    }
+    Ok(None)
+}
+
+/// The run of the dead letter `redriveDeadLetter` names (read before the run DO is asked).
+pub fn redrive_run_id(store: &mut dyn Store, args: Args) -> Result<Option<String>, RpcError> {
+    Ok(find_dead_letter(store, args.raw(0))?.and_then(|(_, row)| row.run_id()))
+}
+
+/// `redriveDeadLetter(messageId)` (§5). A dead letter of an expired run is deleted with
+/// its run reference instead (`{ok:false}`).
+pub fn redrive_dead_letter(
+    store: &mut dyn Store,
+    ctx: &Ctx,
+    alarm: &mut Alarm,
+    args: Args,
+    lifecycle: &Lifecycle,
+) -> Result<Value, RpcError> {
+    let now = ctx.now;
+    let not_ok = || Ok(Value::object([("ok", Value::Bool(false))]));
+    if let Some((key, dead)) = find_dead_letter(store, args.raw(0))? {
+        if row_run_expired(store, &dead, lifecycle)? {
+            store.delete(&key)?;
+            if let Some(run_id) = dead.run_id() {
+                store.delete(&run_ref_key(&run_id, &dead.id()))?;
+            }
+            return not_ok();
         }
         let mut row = dead;
         row.remove("failedAt");
@@ -214,24 +249,26 @@ pub fn redrive_dead_letter(store: &mut dyn Store, ctx: &Ctx, alarm: &mut Alarm, 
         let schedule = due_key(now, &id);
         put_value(store, &schedule, &Value::str(id.as_str()))?;
         store.delete(&key)?;
-        put_run_reference(store, &row, Some(&schedule), None)?;
+        put_run_reference(store, &row, Slot::Due(&schedule))?;
         arm_at_most(now, now, alarm);
         return Ok(Value::object([("ok", Value::Bool(true))]));
     }
     not_ok()
 }
 
-/// `purgeDeadLetters()` (§5).
+/// `purgeDeadLetters()` → `{purged, hasMore}` (spec-0.4 `queue.md` §5): at most [`PAGE`]
+/// dead letters (and their run references) per call; arguments are ignored.
 pub fn purge_dead_letters(store: &mut dyn Store) -> Result<Value, RpcError> {
-    let entries = store.list(&ListOptions::prefix(DLQ_PREFIX))?;
-    for (key, text) in &entries {
+    let entries = store.list(&ListOptions::prefix(DLQ_PREFIX).limit(PAGE + 1))?;
+    let page = entries.len().min(PAGE);
+    for (key, text) in entries.iter().take(page) {
         store.delete(key)?;
         let dead = decode_entry(key, text)?;
         if truthy(dead.get("runId")) {
             store.delete(&run_ref_key(&to_js_string(dead.get("runId")), &to_js_string(dead.get("messageId"))))?;
         }
     }
-    Ok(Value::object([("purged", Value::num(entries.len() as f64))]))
+    Ok(Value::object([("purged", Value::num(page as f64)), ("hasMore", Value::Bool(entries.len() > PAGE))]))
 }
 
 /// `v` with every invalid Date replaced by `null` (what `Date#toJSON` gives).
@@ -250,35 +287,97 @@ pub fn rearm_alarm(store: &mut dyn Store, ctx: &Ctx, alarm: &mut Alarm) -> Resul
     Ok(Value::object([("alarmAt", alarm.get().map_or(Value::Null, |t| Value::num(t as f64)))]))
 }
 
-/// `expireRun(runId, expiredAt)` (§5, retention.md): purge every pending, in-flight and
-/// dead message of the run, fence it, return the cumulative count.
+/// `expireRun(runId, expiredAt, options?)`: purge the run's pending, in-flight and dead
+/// messages and fence the run.
+///
+/// * **Paged** (spec-0.4 `queue.md` §5) when `options` is given or the run's fence was
+///   written by a paged call: at most `clamp(options.limit, 1..64)` (default 64)
+///   references per call → `{deleted, done:false}` or `{deleted, done:true, receipt}`,
+///   `deleted` cumulative; the fence keeps its first `expiredAt` and its `compactAt`.
+/// * **0.3** otherwise (`../spec/queue-do.md` §5, the 0.3 golden rows): every reference in
+///   one call → `{deleted}`, and the fence has no `compactAt` (read as `null`).
 pub fn expire_run(store: &mut dyn Store, ctx: &Ctx, alarm: &mut Alarm, args: Args) -> Result<Value, RpcError> {
     let run_id = to_js_string(args.raw(0));
-    let fence_key = expired_key(&run_id);
-    let previous = get_value(store, &fence_key)?;
-    let mut deleted = previous.as_ref().and_then(|p| p.get("deleted")).and_then(Value::as_f64).unwrap_or(0.0);
-    for (key, text) in store.list(&ListOptions::prefix(format!("{RUN_PREFIX}{run_id}:")))? {
-        let reference = decode_entry(&key, &text)?;
+    let previous = Fence::read(store, &run_id)?;
+    let options = args.present(2);
+    let paged = options.is_some() || previous.as_ref().is_some_and(|f| f.paged);
+    let limit = if paged { Some(expire_limit(options)) } else { None };
+
+    let prefix = format!("{RUN_PREFIX}{run_id}:");
+    let list = match limit {
+        Some(l) => ListOptions::prefix(prefix).limit(l + 1),
+        None => ListOptions::prefix(prefix),
+    };
+    let references = store.list(&list)?;
+    let page = limit.map_or(references.len(), |l| references.len().min(l));
+    for (key, text) in references.iter().take(page) {
+        let reference = decode_entry(key, text)?;
         let message_id = to_js_string(reference.get("messageId"));
         store.delete(&msg_key(&message_id))?;
-        store.delete(&inflight_key(&message_id))?;
-        for slot in ["dueKey", "dlqKey"] {
+        store.delete(&legacy_inflight_key(&message_id))?;
+        for slot in ["inflightKey", "dueKey", "dlqKey"] {
             if truthy(reference.get(slot)) {
                 store.delete(&to_js_string(reference.get(slot)))?;
             }
         }
         release_claim(store, reference.get("idempotencyKey"), reference.get("messageId"))?;
-        store.delete(&key)?;
-        deleted += 1.0;
+        store.delete(key)?;
     }
-    let mut fence = Map::new();
-    if let Some(at) = args.raw(1) {
-        // An invalid Date is kept as `null`, as `JSON.stringify` keeps it in the reference
-        // (instead of failing the call after the purge).
-        fence.insert("expiredAt".into(), without_invalid_dates(at));
-    }
-    fence.insert("deleted".into(), Value::num(deleted));
-    put_value(store, &fence_key, &Value::Object(fence))?;
+    let deleted = previous.as_ref().map_or(0.0, |f| f.deleted) + page as f64;
+    // An invalid Date is kept as `null`, as `JSON.stringify` keeps it in the reference
+    // (instead of failing the call after the purge).
+    let given_at = args.raw(1).map(without_invalid_dates);
+    let fence = Fence {
+        expired_at: match (&previous, paged) {
+            (Some(p), true) => p.expired_at.clone(),
+            _ => given_at,
+        },
+        deleted,
+        compact_at: previous.as_ref().and_then(|f| f.compact_at),
+        paged,
+    };
+    fence.write(store, &run_id)?;
     schedule_next(store, ctx.now, alarm)?;
-    Ok(Value::object([("deleted", Value::num(deleted))]))
+    if !paged {
+        return Ok(Value::object([("deleted", Value::num(deleted))]));
+    }
+    let done = references.len() <= page;
+    let mut out = Map::new();
+    out.insert("deleted".into(), Value::num(deleted));
+    out.insert("done".into(), Value::Bool(done));
+    if done {
+        out.insert("receipt".into(), fence.receipt());
+    }
+    Ok(Value::Object(out))
+}
+
+/// `clamp(options.limit, 1..64)`, default 64 (a non-numeric limit counts as absent).
+fn expire_limit(options: Option<&Value>) -> usize {
+    let raw = optional_member(options, "limit").map(|v| to_number(Some(v))).filter(|n| !n.is_nan());
+    raw.map_or(EXPIRE_PAGE, |n| n.trunc().clamp(1.0, EXPIRE_PAGE as f64) as usize)
+}
+
+/// `acknowledgeExpireRun(runId, receipt)` → `{acknowledged}` (spec-0.4 `queue.md` §5): no
+/// fence → `true` (already compacted); a receipt that differs from the fence → `false`;
+/// else the fence becomes compactable [`FENCE_COMPACTION_GRACE_MS`] from now (once).
+pub fn acknowledge_expire_run(store: &mut dyn Store, ctx: &Ctx, alarm: &mut Alarm, args: Args) -> Result<Value, RpcError> {
+    let run_id = to_js_string(args.raw(0));
+    let acknowledged = |v: bool| Ok(Value::object([("acknowledged", Value::Bool(v))]));
+    let Some(mut fence) = Fence::read(store, &run_id)? else { return acknowledged(true) };
+    let receipt = args.raw(1);
+    let same_at = strict_eq(optional_member(receipt, "expiredAt"), fence.expired_at.as_ref());
+    let same_count = optional_member(receipt, "deleted").and_then(Value::as_f64) == Some(fence.deleted);
+    if !same_at || !same_count {
+        return acknowledged(false);
+    }
+    if fence.compact_at.is_none() {
+        let compact_at = ctx.now.saturating_add(FENCE_COMPACTION_GRACE_MS);
+        fence.compact_at = Some(compact_at);
+        fence.paged = true;
+        fence.write(store, &run_id)?;
+        let entry = Value::object([("runId", Value::str(run_id.as_str())), ("compactAt", Value::num(compact_at as f64))]);
+        put_value(store, &fence_gc_key(compact_at, &run_id), &entry)?;
+    }
+    schedule_next(store, ctx.now, alarm)?;
+    acknowledged(true)
 }

@@ -27,7 +27,20 @@ pub const MAX_TIME_MS: i64 = MAX_ALARM_MS;
 pub const CFG_KEY: &str = "cfg";
 pub const MSG_PREFIX: &str = "msg:";
 pub const DUE_PREFIX: &str = "due:";
-pub const INFLIGHT_PREFIX: &str = "inflight:";
+/// 0.3 in-flight claim `inflight:<messageId>` = deadline; converted by the alarm.
+pub const LEGACY_INFLIGHT_PREFIX: &str = "inflight:";
+/// 0.4 in-flight claim `inflight-deadline:<pad(deadline)>:<messageId>` = messageId; the
+/// exact key is the delivery's lease token.
+pub const INFLIGHT_PREFIX: &str = "inflight-deadline:";
+/// Fence compaction index `expired-run-gc:<pad(compactAt)>:<encodeURIComponent(runId)>`.
+pub const FENCE_GC_PREFIX: &str = "expired-run-gc:";
+/// A fence is compacted this long after its receipt was acknowledged.
+pub const FENCE_COMPACTION_GRACE_MS: i64 = 330_000;
+/// Entries handled per alarm pass by fence compaction, claim recovery and legacy
+/// conversion; dead letters per `purgeDeadLetters` call.
+pub const PAGE: usize = 128;
+/// Default and largest `expireRun` page.
+pub const EXPIRE_PAGE: usize = 64;
 pub const KEY_PREFIX: &str = "key:";
 pub const DLQ_PREFIX: &str = "dlq:";
 pub const RUN_PREFIX: &str = "run:";
@@ -54,8 +67,19 @@ pub fn due_key(at: i64, message_id: &str) -> String {
 pub fn msg_key(message_id: &str) -> String {
     format!("{MSG_PREFIX}{message_id}")
 }
-pub fn inflight_key(message_id: &str) -> String {
-    format!("{INFLIGHT_PREFIX}{message_id}")
+pub fn legacy_inflight_key(message_id: &str) -> String {
+    format!("{LEGACY_INFLIGHT_PREFIX}{message_id}")
+}
+/// The lease token of a claim with this deadline.
+pub fn inflight_key(deadline: i64, message_id: &str) -> String {
+    format!("{INFLIGHT_PREFIX}{}:{message_id}", pad(deadline))
+}
+/// The message id of an `inflight-deadline:` key (after the 13 digits and `:`).
+pub fn inflight_message_id(key: &str) -> &str {
+    key.get(INFLIGHT_PREFIX.len() + 14..).unwrap_or("")
+}
+pub fn fence_gc_key(compact_at: i64, run_id: &str) -> String {
+    format!("{FENCE_GC_PREFIX}{}:{}", pad(compact_at), crate::wire::uri::encode_uri_component(run_id))
 }
 pub fn dedup_key(idempotency_key: &str) -> String {
     format!("{KEY_PREFIX}{idempotency_key}")
@@ -150,37 +174,118 @@ pub fn get_row(store: &mut dyn Store, message_id: &str) -> StoreResult<Option<Ro
     }
 }
 
-/// The run reference `{messageId, dueKey?, dlqKey?, idempotencyKey?}`.
-pub fn run_reference(row: &Row, due: Option<&str>, dlq: Option<&str>) -> Value {
+/// Where a message is while its run reference points at it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Slot<'a> {
+    Due(&'a str),
+    Dlq(&'a str),
+    Inflight(&'a str),
+}
+
+/// The run reference `{messageId, dueKey?, dlqKey?, inflightKey?, idempotencyKey?}`.
+pub fn run_reference(row: &Row, slot: Slot<'_>) -> Value {
     let mut m = Map::new();
     if let Some(id) = row.member("messageId") {
         m.insert("messageId".into(), id.clone());
     }
-    if let Some(d) = due {
-        m.insert("dueKey".into(), Value::str(d));
-    }
-    if let Some(d) = dlq {
-        m.insert("dlqKey".into(), Value::str(d));
-    }
+    let (name, key) = match slot {
+        Slot::Due(k) => ("dueKey", k),
+        Slot::Dlq(k) => ("dlqKey", k),
+        Slot::Inflight(k) => ("inflightKey", k),
+    };
+    m.insert(name.into(), Value::str(key));
     if let Some(k) = row.member("idempotencyKey") {
         m.insert("idempotencyKey".into(), k.clone());
     }
     Value::Object(m)
 }
 
-/// Rewrite the row's run reference (if it has a run) to point at `due` or `dlq`.
-pub fn put_run_reference(store: &mut dyn Store, row: &Row, due: Option<&str>, dlq: Option<&str>) -> StoreResult<()> {
+/// Rewrite the row's run reference (if it has a run) to point at `slot`.
+pub fn put_run_reference(store: &mut dyn Store, row: &Row, slot: Slot<'_>) -> StoreResult<()> {
     if let Some(run_id) = row.run_id() {
-        put_value(store, &run_ref_key(&run_id, &row.id()), &run_reference(row, due, dlq))?;
+        put_value(store, &run_ref_key(&run_id, &row.id()), &run_reference(row, slot))?;
     }
     Ok(())
 }
 
-/// Is `expired-run:<runId>` present for the row's run?
-pub fn run_fenced(store: &mut dyn Store, row: &Row) -> StoreResult<bool> {
+/// The runs the run DOs reported `expired` for this call (asked before its transaction;
+/// see [`super::driver`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Lifecycle {
+    expired: Vec<String>,
+}
+
+impl Lifecycle {
+    /// Nothing asked: only the queue's own fences count.
+    pub fn unknown() -> Lifecycle {
+        Lifecycle::default()
+    }
+    pub fn expired(run_ids: impl IntoIterator<Item = String>) -> Lifecycle {
+        Lifecycle { expired: run_ids.into_iter().collect() }
+    }
+    pub fn reports_expired(&self, run_id: &str) -> bool {
+        self.expired.iter().any(|r| r == run_id)
+    }
+}
+
+/// Is the run expired: reported so by its run DO, or fenced here (`expired-run:<runId>`)?
+pub fn run_expired(store: &mut dyn Store, run_id: &str, lifecycle: &Lifecycle) -> StoreResult<bool> {
+    Ok(lifecycle.reports_expired(run_id) || store.get(&expired_key(run_id))?.is_some())
+}
+
+/// [`run_expired`] for the row's run (`false` without a run).
+pub fn row_run_expired(store: &mut dyn Store, row: &Row, lifecycle: &Lifecycle) -> StoreResult<bool> {
     match row.run_id() {
-        Some(run_id) => Ok(store.get(&expired_key(&run_id))?.is_some()),
+        Some(run_id) => run_expired(store, &run_id, lifecycle),
         None => Ok(false),
+    }
+}
+
+/// The expiry fence `expired-run:<runId>` = `{expiredAt, deleted, compactAt?}`. A fence
+/// written by 0.3 (or by a 0.3-style `expireRun` call) has no `compactAt` member, read as
+/// `null`; `paged` records whether it had one (the result shape follows it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fence {
+    /// `None`: the member is absent (an `expireRun` without `expiredAt`).
+    pub expired_at: Option<Value>,
+    pub deleted: f64,
+    pub compact_at: Option<i64>,
+    pub paged: bool,
+}
+
+impl Fence {
+    pub fn read(store: &mut dyn Store, run_id: &str) -> StoreResult<Option<Fence>> {
+        let key = expired_key(run_id);
+        let Some(v) = get_value(store, &key)? else { return Ok(None) };
+        let Value::Object(m) = v else { return Err(corrupt(&key)) };
+        Ok(Some(Fence {
+            expired_at: m.get("expiredAt").cloned(),
+            deleted: m.get("deleted").and_then(Value::as_f64).unwrap_or(0.0),
+            compact_at: m.get("compactAt").and_then(Value::as_f64).map(clamp_time),
+            paged: m.contains_key("compactAt"),
+        }))
+    }
+
+    pub fn write(&self, store: &mut dyn Store, run_id: &str) -> StoreResult<()> {
+        let mut m = Map::new();
+        if let Some(at) = &self.expired_at {
+            m.insert("expiredAt".into(), at.clone());
+        }
+        m.insert("deleted".into(), Value::num(self.deleted));
+        if self.paged {
+            m.insert("compactAt".into(), self.compact_at.map_or(Value::Null, |t| Value::num(t as f64)));
+        }
+        put_value(store, &expired_key(run_id), &Value::Object(m))
+    }
+
+    /// The receipt `{expiredAt, deleted}`.
+    pub fn receipt(&self) -> Value {
+        let mut m = Map::new();
+        if let Some(at) = &self.expired_at {
+            m.insert("expiredAt".into(), at.clone());
+        }
+        m.insert("deleted".into(), Value::num(self.deleted));
+        Value::Object(m)
     }
 }
 
@@ -203,17 +308,31 @@ fn due_time(key: &str) -> i64 {
     digits.parse::<i64>().unwrap_or(0)
 }
 
-/// The earliest `due:` time and in-flight deadline, if any.
+/// The 13 digits after `prefix` as epoch ms.
+fn key_time(prefix: &str, key: &str) -> i64 {
+    let digits: String = key.get(prefix.len()..).unwrap_or("").chars().take(13).take_while(char::is_ascii_digit).collect();
+    digits.parse::<i64>().unwrap_or(0)
+}
+
+/// The earliest of: the first `due:` time, the first in-flight deadline, the first fence
+/// compaction time, and "now" (0) while 0.3 `inflight:` claims wait for conversion.
 pub fn next_wake(store: &mut dyn Store) -> StoreResult<Option<i64>> {
     let mut next: Option<i64> = None;
-    if let Some((key, _)) = store.list(&ListOptions::prefix(DUE_PREFIX).limit(1))?.into_iter().next() {
-        next = Some(due_time(&key));
-    }
-    for (key, text) in store.list(&ListOptions::prefix(INFLIGHT_PREFIX))? {
-        let deadline = clamp_time(decode_entry(&key, &text)?.as_f64().unwrap_or(0.0));
-        if next.is_none_or(|n| deadline < n) {
-            next = Some(deadline);
+    let mut earliest = |t: i64| {
+        if next.is_none_or(|n| t < n) {
+            next = Some(t);
         }
+    };
+    if let Some((key, _)) = store.list(&ListOptions::prefix(DUE_PREFIX).limit(1))?.first() {
+        earliest(due_time(key));
+    }
+    for prefix in [INFLIGHT_PREFIX, FENCE_GC_PREFIX] {
+        if let Some((key, _)) = store.list(&ListOptions::prefix(prefix).limit(1))?.first() {
+            earliest(key_time(prefix, key));
+        }
+    }
+    if !store.list(&ListOptions::prefix(LEGACY_INFLIGHT_PREFIX).limit(1))?.is_empty() {
+        earliest(0);
     }
     Ok(next)
 }

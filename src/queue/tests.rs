@@ -1,7 +1,7 @@
 //! QueueDO behaviour with an injected clock, a simulated alarm and a scripted target
 //! (the reference's `test/queue-do.test.ts` checklist, spec tests.md).
 
-use super::delivery::{build_request, claim, classify, settle, Action, Body, OutboundRequest, Outcome, Settled};
+use super::delivery::{build_request, claim, classify, settle, Action, Body, Claimed, OutboundRequest, Outcome, Settled};
 use super::*;
 use crate::config::Config;
 use crate::store::alarm::AlarmChange;
@@ -89,7 +89,7 @@ impl Sim {
     }
 
     /// Claim (as the alarm handler does) without delivering.
-    fn claim_only(&mut self) -> Vec<Row> {
+    fn claim_only(&mut self) -> Vec<Claimed> {
         let mut alarm = Alarm::unknown();
         let config = self.config.clone();
         let now = self.now;
@@ -98,12 +98,16 @@ impl Sim {
         rows
     }
 
-    fn settle_row(&mut self, row: &Row, outcome: &Outcome) -> Settled {
+    fn settle_row(&mut self, claimed: &Claimed, outcome: &Outcome) -> Settled {
+        self.settle_checked(claimed, outcome, &Lifecycle::unknown())
+    }
+
+    fn settle_checked(&mut self, claimed: &Claimed, outcome: &Outcome, lifecycle: &Lifecycle) -> Settled {
         let mut alarm = Alarm::unknown();
         let config = self.config.clone();
         let now = self.now;
         let action = classify(outcome);
-        let r = self.store.transaction(|s| settle(s, now, &config, row, &action, &mut alarm)).unwrap();
+        let r = self.store.transaction(|s| settle(s, now, &config, claimed, &action, lifecycle, &mut alarm)).unwrap();
         self.apply(&alarm);
         r
     }
@@ -117,7 +121,7 @@ impl Sim {
         self.alarm = None; // the platform consumes the alarm when it runs the handler
         let rows = self.claim_only();
         for row in &rows {
-            let req = build_request(row, &self.config);
+            let req = build_request(&row.row, &self.config);
             let outcome = respond(&req);
             self.sent.push((self.now, req));
             self.settle_row(row, &outcome);
@@ -426,7 +430,7 @@ fn failed_settle_transactions_leave_the_message_recoverable() {
         sim.store.fail_with = Some("disk".into());
         let action = classify(&outcome);
         let now = sim.now;
-        assert!(sim.store.transaction(|s| settle(s, now, &config, &rows[0], &action, &mut alarm)).is_err());
+        assert!(sim.store.transaction(|s| settle(s, now, &config, &rows[0], &action, &Lifecycle::unknown(), &mut alarm)).is_err());
         sim.store.fail_with = None;
         // Still in flight, message and key intact, alarm armed at the deadline.
         assert_eq!(sim.stats(), (0.0, 1.0, 0.0, sim.alarm));
@@ -468,8 +472,11 @@ fn orphaned_inflight_entries_of_a_dead_instance_are_recovered_at_once() {
     let now = sim.now + 5;
     let rows = sim.store.transaction(|s| claim(s, now, &config, &mut alarm, &|_| false)).unwrap();
     assert_eq!(rows.len(), 1);
+    // Recovered and claimed again in the same pass, under a new lease.
     let reference = state::get_value(&mut sim.store, "run:wrun_1:m1").unwrap().unwrap();
-    assert_eq!(reference.get("dueKey"), Some(&Value::str(format!("due:{}:m1", now))));
+    assert_eq!(rows[0].lease, format!("inflight-deadline:{}:m1", now + 330_000));
+    assert_eq!(reference.get("inflightKey"), Some(&Value::str(rows[0].lease.as_str())));
+    assert_eq!(reference.get("dueKey"), None);
     // ... while a live delivery's entry is kept.
     let rows = sim.store.transaction(|s| claim(s, now, &config, &mut alarm, &|_| true)).unwrap();
     assert!(rows.is_empty());
@@ -517,8 +524,8 @@ fn redrive_and_purge() {
     // Purge.
     sim.enqueue(with(request("m2"), "runId", Value::str("wrun_2")));
     sim.run_until(T0 + 200, &mut |_| status(500));
-    assert_eq!(sim.ok_rpc("purgeDeadLetters", vec![]).to_json().unwrap(), r#"{"purged":1}"#);
-    assert_eq!(sim.ok_rpc("purgeDeadLetters", vec![]).to_json().unwrap(), r#"{"purged":0}"#);
+    assert_eq!(sim.ok_rpc("purgeDeadLetters", vec![]).to_json().unwrap(), r#"{"hasMore":false,"purged":1}"#);
+    assert_eq!(sim.ok_rpc("purgeDeadLetters", vec![]).to_json().unwrap(), r#"{"hasMore":false,"purged":0}"#);
     assert_eq!(sim.keys(), ["cfg"]);
 }
 
@@ -740,13 +747,11 @@ fn hostile_rows_do_not_panic() {
 #[test]
 fn huge_timeouts_do_not_overflow() {
     let mut sim = Sim::new();
-    sim.config.queue_delivery_timeout_ms = u64::MAX;
     sim.enqueue(request("m1"));
     sim.now += 1;
     sim.alarm = None;
     let rows = sim.claim_only();
     assert_eq!(rows.len(), 1);
-    assert_eq!(sim.alarm, Some(state::MAX_TIME_MS));
     sim.settle_row(&rows[0], &busy(r#"{"timeoutSeconds":1e300}"#));
     assert_eq!(sim.alarm, Some(state::MAX_TIME_MS));
     let mut sim = Sim::new();

@@ -53,7 +53,10 @@ pub const METHODS: [&str; 13] = [
 ];
 
 /// The methods that never write (the shell serves them outside a transaction).
-pub const READ_ONLY: [&str; 7] = ["getRun", "getStep", "getEvent", "listEvents", "listSteps", "listHooks", "getCleanupStatus"];
+/// `getLifecycleStatus` is asked on every queue enqueue and hook lookup naming a run: served
+/// without a transaction it costs the caller's hop less.
+pub const READ_ONLY: [&str; 8] =
+    ["getRun", "getStep", "getEvent", "listEvents", "listSteps", "listHooks", "getCleanupStatus", "getLifecycleStatus"];
 
 /// Dispatch one RPC method (inside one storage transaction). `alarm` collects the alarm
 /// change the call asks for (terminal-run scheduling, the retention admin methods); the

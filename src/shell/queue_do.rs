@@ -35,16 +35,21 @@ use worker::worker_sys::DurableObjectState;
 use worker::{Env, State};
 
 use super::alarm::apply_alarm;
+use super::call::call_env;
 use super::env::config;
 use super::kv::{in_caller_transaction, in_transaction};
 use super::serve::{alarm_slot, args_or_refusal, go_async, now_ms, result_reply};
 use crate::config::Config;
 use crate::hop::{Args, Ctx};
-use crate::queue::delivery::{build_request, claim_at_most, classify, needs_body, settle, Body, OutboundRequest, Outcome};
-use crate::queue::state::INFLIGHT_PREFIX;
-use crate::queue::{self, Row};
+use crate::queue::delivery::{
+    build_request, claim_at_most, classify, drop_expired, needs_body, settle, Action, Body, Claimed, OutboundRequest, Outcome,
+};
+use crate::queue::driver::{self, ExpiredCache, QueueHost, LIFECYCLE_METHOD, MISSING_RUNS_BINDING};
+use crate::queue::state::{INFLIGHT_PREFIX, LEGACY_INFLIGHT_PREFIX};
+use crate::queue::{self, Lifecycle};
 use crate::store::alarm::{Alarm, AlarmChange};
 use crate::store::{ListOptions, Store};
+use crate::wire::router::Binding;
 use crate::wire::{RpcError, Value};
 
 /// setTimeout's largest delay (longer ones fire at once).
@@ -97,7 +102,10 @@ impl Kick {
     }
 }
 
-/// Marks one delivery of a message as running in this instance while it lives.
+/// Stop a claim phase that failed: the alarm is retried this long after.
+const CLAIM_FAILURE_RETRY_MS: i64 = 1000;
+
+/// Marks one delivery (its lease) as running in this instance while it lives.
 struct LiveGuard {
     live: Rc<RefCell<HashMap<String, u32>>>,
     id: String,
@@ -134,10 +142,13 @@ impl Drop for ResetOnDrop<'_> {
 #[wasm_bindgen(js_name = QueueObject)]
 pub struct QueueObject {
     storage: worker::Storage,
+    env: Env,
+    /// Runs seen expired (the authoritative checks skip their hop).
+    expired: ExpiredCache,
     /// The deploy-time variables, read once per instance.
     config: Rc<Config>,
-    /// Message ids with a delivery running in this instance (count per id: a replayed
-    /// enqueue can put one id in flight twice).
+    /// Leases with a delivery running in this instance (a count: two claims of one
+    /// message in the same millisecond share a lease).
     live: Rc<RefCell<HashMap<String, u32>>>,
     kick: Rc<Kick>,
     /// Whether an alarm loop is running in this instance.
@@ -154,6 +165,13 @@ fn log_error(what: &str, e: &RpcError) {
 
 fn to_rpc(e: worker::Error) -> RpcError {
     RpcError::error(e.to_string())
+}
+
+impl QueueHost for QueueObject {
+    async fn lifecycle_status(&self, run_id: &str) -> std::result::Result<Value, RpcError> {
+        let env_name = Binding::Runs.env_name();
+        call_env(&self.env, env_name, || RpcError::error(MISSING_RUNS_BINDING), run_id, LIFECYCLE_METHOD, Vec::new()).await
+    }
 }
 
 impl QueueObject {
@@ -176,7 +194,13 @@ impl QueueObject {
             return;
         }
         let storage = &self.storage;
-        let orphans = in_transaction(storage, |s| Ok(!s.list(&ListOptions::prefix(INFLIGHT_PREFIX).limit(1))?.is_empty()));
+        let orphans = in_transaction(storage, |s| {
+            let mut any = false;
+            for prefix in [INFLIGHT_PREFIX, LEGACY_INFLIGHT_PREFIX] {
+                any = any || !s.list(&ListOptions::prefix(prefix).limit(1))?.is_empty();
+            }
+            Ok(any)
+        });
         if let Ok(true) = orphans {
             let mut alarm = Alarm::unknown();
             alarm.set(now_ms().saturating_add(1));
@@ -203,6 +227,10 @@ impl QueueObject {
     ///
     /// `caller_transaction`: the class opened the transaction (the synchronous path), else
     /// this call opens one.
+    ///
+    /// `lifecycle`: the run DOs' answers for the runs the call must check, or `None` on the
+    /// synchronous path, which then answers `Ok(None)` when a run still has to be asked
+    /// (the call continues on the asynchronous path).
     fn transact(
         &self,
         method: &str,
@@ -210,15 +238,32 @@ impl QueueObject {
         args: &[Value],
         alarm: &mut Alarm,
         caller_transaction: bool,
-    ) -> std::result::Result<Value, RpcError> {
+        lifecycle: Option<&Lifecycle>,
+    ) -> std::result::Result<Option<Value>, RpcError> {
         let ctx = Ctx { now: now_ms(), name, config: &self.config };
-        let core = |store: &mut dyn Store| queue::call(store, &ctx, alarm, method, Args(args));
+        let core = |store: &mut dyn Store| {
+            let known;
+            let lifecycle = match lifecycle {
+                Some(l) => l,
+                None => {
+                    let runs = driver::runs_to_check(store, &self.config, method, Args(args))?;
+                    let (cached, unknown) = driver::from_cache(&self.expired, runs);
+                    if !unknown.is_empty() {
+                        return Ok(None);
+                    }
+                    known = Lifecycle::expired(cached);
+                    &known
+                }
+            };
+            queue::call_checked(store, &ctx, alarm, method, Args(args), lifecycle).map(Some)
+        };
         let result = if caller_transaction {
             in_caller_transaction(&self.storage, queue::READ_ONLY.contains(&method), core)
         } else {
             in_transaction(&self.storage, core)
         };
-        if self.looping.get() && result.is_ok() && matches!(method, "enqueue" | "redriveDeadLetter" | "rearmAlarm" | "expireRun") {
+        let kicks = matches!(method, "enqueue" | "redriveDeadLetter" | "rearmAlarm" | "expireRun" | "acknowledgeExpireRun");
+        if self.looping.get() && matches!(result, Ok(Some(_))) && kicks {
             self.kick.fire();
         }
         result
@@ -238,45 +283,96 @@ impl QueueObject {
         } else {
             None
         };
+        let lifecycle = match self.ask_lifecycle(method, &args).await {
+            Ok(l) => l,
+            Err(e) => return result_reply(Err(e), f64::NAN),
+        };
         let mut alarm = Self::starting_alarm(method, current);
-        let result = match self.transact(method, name, &args, &mut alarm, false) {
-            Ok(v) => self.apply_alarm(&alarm).await.map(|()| v),
+        let result = match self.transact(method, name, &args, &mut alarm, false, Some(&lifecycle)) {
+            Ok(Some(v)) => self.apply_alarm(&alarm).await.map(|()| v),
+            Ok(None) => Err(RpcError::error("queue lifecycle check did not run")),
             Err(e) => Err(e),
         };
         result_reply(result, f64::NAN)
     }
 
-    fn is_live(&self, id: &str) -> bool {
-        self.live.borrow().get(id).is_some_and(|n| *n > 0)
+    /// The run DOs' answers for the runs `method` must check (a read, then the hops).
+    async fn ask_lifecycle(&self, method: &str, args: &[Value]) -> std::result::Result<Lifecycle, RpcError> {
+        // Reads only: no transaction needed.
+        let runs = in_caller_transaction(&self.storage, true, |s| driver::runs_to_check(s, &self.config, method, Args(args)))?;
+        driver::ask(self, &self.expired, &runs).await
     }
 
-    /// One claim transaction. Each claimed row comes with the guard that marks its
-    /// delivery as running in this instance until it is dropped.
-    async fn claim_pass(&self, cfg: &Config, limit: usize) -> std::result::Result<Vec<(Row, LiveGuard)>, RpcError> {
+    /// The run check before a delivery / retry / rescheduling of `row` (a failed call
+    /// counts as "not expired", logged).
+    async fn check_row(&self, row: &queue::Row) -> Lifecycle {
+        driver::check_row(self, &self.expired, row).await.unwrap_or_else(|e| {
+            log_error("lifecycle check", &e);
+            Lifecycle::unknown()
+        })
+    }
+
+    fn is_live(&self, lease: &str) -> bool {
+        self.live.borrow().get(lease).is_some_and(|n| *n > 0)
+    }
+
+    /// One claim transaction. Each claimed message comes with the guard that marks its
+    /// delivery as running in this instance until it is dropped. A failed claim phase
+    /// sets the alarm to now + 1000 ms.
+    async fn claim_pass(&self, cfg: &Config, limit: usize) -> std::result::Result<Vec<(Claimed, LiveGuard)>, RpcError> {
         let storage = &self.storage;
         let mut alarm = Alarm::unknown();
         let now = now_ms();
-        let rows = in_transaction(storage, |s| claim_at_most(s, now, cfg, &mut alarm, &|id| self.is_live(id), limit))?;
-        let claimed = rows.into_iter().map(|row| {
-            let guard = LiveGuard::new(&self.live, row.id());
-            (row, guard)
-        });
-        let claimed: Vec<(Row, LiveGuard)> = claimed.collect();
+        let claims = match in_transaction(storage, |s| claim_at_most(s, now, cfg, &mut alarm, &|lease| self.is_live(lease), limit)) {
+            Ok(c) => c,
+            Err(e) => {
+                let mut retry = Alarm::unknown();
+                retry.set(now.saturating_add(CLAIM_FAILURE_RETRY_MS));
+                if let Err(e) = self.apply_alarm(&retry).await {
+                    log_error("alarm after a failed claim", &e);
+                }
+                return Err(e);
+            }
+        };
+        let claimed: Vec<(Claimed, LiveGuard)> = claims
+            .into_iter()
+            .map(|c| {
+                let guard = LiveGuard::new(&self.live, c.lease.clone());
+                (c, guard)
+            })
+            .collect();
         if let Err(e) = self.apply_alarm(&alarm).await {
             log_error("alarm after claim", &e);
         }
         Ok(claimed)
     }
 
-    /// Deliver one claimed message and settle the outcome.
-    async fn deliver(&self, row: Row, guard: LiveGuard, cfg: Rc<Config>) {
-        let request = build_request(&row, &cfg);
-        let outcome = send(&request, cfg.queue_delivery_timeout_ms).await;
-        let action = classify(&outcome);
-        let now = now_ms();
+    /// Deliver one claimed message and settle the outcome. A message of a run its run DO
+    /// reports expired is dropped before the POST; a retry or 503 rescheduling asks again.
+    async fn deliver(&self, claimed: Claimed, guard: LiveGuard, cfg: Rc<Config>) {
         let storage = &self.storage;
+        let before = self.check_row(&claimed.row).await;
+        if claimed.row.run_id().is_some_and(|r| before.reports_expired(&r)) {
+            let mut alarm = Alarm::unknown();
+            match in_transaction(storage, |s| drop_expired(s, now_ms(), &claimed, &mut alarm)) {
+                Ok(_) => {
+                    if let Err(e) = self.apply_alarm(&alarm).await {
+                        log_error("alarm after an expired drop", &e);
+                    }
+                }
+                Err(e) => log_error("expired drop", &e),
+            }
+            drop(guard);
+            return;
+        }
+        let request = build_request(&claimed.row, &cfg);
+        let timeout = cfg.queue_delivery_timeout_ms.min(crate::config::MAX_QUEUE_DELIVERY_TIMEOUT_MS);
+        let outcome = send(&request, timeout).await;
+        let action = classify(&outcome);
+        let lifecycle = if action == Action::Ack { Lifecycle::unknown() } else { self.check_row(&claimed.row).await };
+        let now = now_ms();
         let mut alarm = Alarm::unknown();
-        match in_transaction(storage, |s| settle(s, now, &cfg, &row, &action, &mut alarm)) {
+        match in_transaction(storage, |s| settle(s, now, &cfg, &claimed, &action, &lifecycle, &mut alarm)) {
             Ok(_) => {
                 if let Err(e) = self.apply_alarm(&alarm).await {
                     log_error("alarm after delivery", &e);
@@ -300,8 +396,8 @@ impl QueueObject {
                 match self.claim_pass(&cfg, MAX_DELIVERIES_PER_ALARM - delivered).await {
                     Ok(rows) => {
                         delivered += rows.len();
-                        for (row, guard) in rows {
-                            running.push(Box::pin(self.deliver(row, guard, cfg.clone())));
+                        for (claimed, guard) in rows {
+                            running.push(Box::pin(self.deliver(claimed, guard, cfg.clone())));
                         }
                     }
                     // Storage failure in the first claim: let the platform retry the alarm.
@@ -414,6 +510,8 @@ impl QueueObject {
     pub fn new(state: DurableObjectState, env: Env) -> QueueObject {
         QueueObject {
             storage: State::from(state).storage(),
+            env: env.clone(),
+            expired: ExpiredCache::default(),
             config: Rc::new(config(&env)),
             live: Rc::new(RefCell::new(HashMap::new())),
             kick: Rc::new(Kick::default()),
@@ -445,7 +543,12 @@ impl QueueObject {
         };
         let current = (current >= 0.0).then_some(current as i64);
         let mut alarm = Self::starting_alarm(method, current);
-        let result = self.transact(method, name, &args, &mut alarm, true);
+        let result = match self.transact(method, name, &args, &mut alarm, true, None) {
+            Ok(Some(v)) => Ok(v),
+            // A run must be asked first: nothing was written; continue asynchronously.
+            Ok(None) => return go_async(),
+            Err(e) => Err(e),
+        };
         let change = alarm.change();
         if result.is_ok() {
             match change {

@@ -93,16 +93,7 @@ impl Binding {
             ],
             Binding::Streams => &crate::stream::METHODS,
             Binding::Index => &crate::index::METHODS,
-            Binding::Queue => &[
-                "enqueue",
-                "stats",
-                "listDeadLetters",
-                "redriveDeadLetter",
-                "purgeDeadLetters",
-                "rearmAlarm",
-                "expireRun",
-                "acknowledgeExpireRun",
-            ],
+            Binding::Queue => &crate::queue::METHODS,
             // Only the lifecycle-checked read; the rest of the class is internal.
             Binding::HookTokens | Binding::HookIds => &["get"],
         }
