@@ -9,7 +9,7 @@ import { goldenDir040 } from "./lib/golden.mjs";
 import { defineGoldenSuite } from "./lib/golden-suite.mjs";
 
 // Scenarios that must pass for `npm test` to be green.
-export const EXPECTED_PASS_040 = ["health-040", "index-runs", "index-hooks", "runs-040", "streams-binary"];
+export const EXPECTED_PASS_040 = ["health-040", "router-040", "index-runs", "index-hooks", "runs-040", "streams-binary", "queue-040", "retention-040"];
 
 defineGoldenSuite({
   dir: goldenDir040(),
