@@ -25,15 +25,26 @@ const MAX_BODY = 16 * 1024;
 const BINDING_TARGETS = { runs: "run", streams: "stream", index: "index", queue: "queue" };
 export const TARGETS = ["router", "codec", "run", "stream", "index", "queue"];
 
-/** Each binding's method whitelist, in the order of `Binding::methods()` (router.rs). */
+/** Each binding's method whitelist, in the order of `Binding::methods()` (router.rs): an
+ * inline list there, or a core's `METHODS` constant it names (`&crate::stream::METHODS`). */
 function whitelists() {
   const src = readFileSync(join(ROOT, "src", "wire", "router.rs"), "utf8");
   const fn = src.slice(src.indexOf("pub fn methods(self)"));
+  const names = (text) => [...text.matchAll(/"([^"]+)"/g)].map((x) => x[1]);
   const out = {};
   for (const [variant, key] of [["Runs", "runs"], ["Streams", "streams"], ["Index", "index"], ["Queue", "queue"]]) {
-    const m = fn.match(new RegExp(`Binding::${variant} => &\\[([^\\]]*)\\]`));
-    if (!m) throw new Error(`cannot find the ${variant} whitelist in src/wire/router.rs`);
-    out[key] = [...m[1].matchAll(/"([^"]+)"/g)].map((x) => x[1]);
+    const inline = fn.match(new RegExp(`Binding::${variant} => &\\[([^\\]]*)\\]`));
+    const named = fn.match(new RegExp(`Binding::${variant} => &crate::(\\w+)::METHODS`));
+    if (inline) {
+      out[key] = names(inline[1]);
+    } else if (named) {
+      const core = readFileSync(join(ROOT, "src", named[1], "mod.rs"), "utf8");
+      const m = core.match(/pub const METHODS: \[&str; \d+\] =\s*\[([^\]]*)\]/);
+      if (!m) throw new Error(`cannot find METHODS in src/${named[1]}/mod.rs`);
+      out[key] = names(m[1]);
+    } else {
+      throw new Error(`cannot find the ${variant} whitelist in src/wire/router.rs`);
+    }
   }
   return out;
 }
