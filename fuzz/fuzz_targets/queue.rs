@@ -15,9 +15,9 @@ use fuzz_support::*;
 use libfuzzer_sys::fuzz_target;
 use world_celld_rs::config::Config;
 use world_celld_rs::hop::{Args, Ctx};
-use world_celld_rs::queue::delivery::{claim_at_most, classify, settle, Outcome};
-use world_celld_rs::queue::state::{clamp_time, DLQ_PREFIX, DUE_PREFIX, INFLIGHT_PREFIX, MSG_PREFIX};
-use world_celld_rs::queue::{self, Row};
+use world_celld_rs::queue;
+use world_celld_rs::queue::delivery::{claim_at_most, classify, settle, Claimed, Outcome};
+use world_celld_rs::queue::state::{clamp_time, Lifecycle, DLQ_PREFIX, DUE_PREFIX, INFLIGHT_PREFIX, MSG_PREFIX};
 use world_celld_rs::store::alarm::{Alarm, AlarmChange};
 use world_celld_rs::store::MemoryStore;
 use world_celld_rs::wire::router::Binding;
@@ -109,7 +109,7 @@ struct Harness {
     alarm: Option<i64>,
     config: Config,
     /// Deliveries running in this instance (claimed, not settled).
-    running: Vec<Row>,
+    running: Vec<Claimed>,
 }
 
 impl Harness {
@@ -142,8 +142,9 @@ impl Harness {
         self.now = self.now.max(at);
         self.step_now = self.now;
         let mut alarm = Alarm::unknown();
-        let running: Vec<String> = self.running.iter().map(Row::id).collect();
-        let is_live = |id: &str| running.iter().any(|r| r == id);
+        // Liveness is by lease: the exact in-flight key of a running delivery.
+        let running: Vec<String> = self.running.iter().map(|c| c.lease.clone()).collect();
+        let is_live = |lease: &str| running.iter().any(|r| r == lease);
         let (now, config) = (self.now, self.config.clone());
         let claimed = self.store.transaction(|s| claim_at_most(s, now, &config, &mut alarm, &is_live, MAX_PER_ALARM));
         match claimed {
@@ -162,12 +163,12 @@ impl Harness {
         }
     }
 
-    fn settle(&mut self, row: Row, u: &mut Unstructured) {
+    fn settle(&mut self, claimed: Claimed, u: &mut Unstructured) {
         let action = classify(&outcome(u).unwrap_or(Outcome::Response { status: 200, body: None }));
         let mut alarm = Alarm::unknown();
         let (now, config) = (self.now, self.config.clone());
         self.step_now = self.now;
-        match self.store.transaction(|s| settle(s, now, &config, &row, &action, &mut alarm)) {
+        match self.store.transaction(|s| settle(s, now, &config, &claimed, &action, &Lifecycle::unknown(), &mut alarm)) {
             Ok(_) => self.apply(&alarm),
             Err(e) => panic!("settle failed: {e:?}"),
         }
@@ -201,10 +202,19 @@ impl Harness {
             .filter_map(|(_, v)| v.as_text().and_then(|t| Value::parse(t).ok()))
             .map(|v| world_celld_rs::wire::js::to_js_string(Some(&v)))
             .collect();
+        // In-flight claims: `inflight-deadline:<pad13(deadline)>:<messageId>`.
+        let claims: Vec<(i64, String)> = keys_under(&self.store, INFLIGHT_PREFIX)
+            .iter()
+            .map(|k| {
+                let rest = &k[INFLIGHT_PREFIX.len()..];
+                let (deadline, id) = rest.split_once(':').unwrap_or_else(|| panic!("malformed claim key {k:?}"));
+                (deadline.parse::<i64>().unwrap_or_else(|_| panic!("claim deadline in {k:?}")), id.to_string())
+            })
+            .collect();
         for key in keys_under(&self.store, MSG_PREFIX) {
             let id = &key[MSG_PREFIX.len()..];
             assert!(
-                scheduled.iter().any(|s| s == id) || self.store.data.contains_key(&format!("{INFLIGHT_PREFIX}{id}")),
+                scheduled.iter().any(|s| s == id) || claims.iter().any(|(_, c)| c == id),
                 "message {id:?} is neither scheduled nor in flight"
             );
         }
@@ -212,14 +222,7 @@ impl Harness {
         // No lost wake-up.
         let earliest_due =
             keys_under(&self.store, DUE_PREFIX).first().map(|k| k[DUE_PREFIX.len()..DUE_PREFIX.len() + 13].parse::<i64>().unwrap());
-        let earliest_deadline = self
-            .store
-            .data
-            .iter()
-            .filter(|(k, _)| k.starts_with(INFLIGHT_PREFIX))
-            .filter_map(|(_, v)| v.as_text().and_then(|t| Value::parse(t).ok()).and_then(|v| v.as_f64()))
-            .map(clamp_time)
-            .min();
+        let earliest_deadline = claims.iter().map(|(deadline, _)| clamp_time(*deadline as f64)).min();
         let wake = [earliest_due, earliest_deadline].into_iter().flatten().min();
         if let Some(wake) = wake {
             let alarm = self.alarm.unwrap_or_else(|| panic!("work is scheduled at {wake} but no alarm is set"));

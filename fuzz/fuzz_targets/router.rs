@@ -81,7 +81,24 @@ fuzz_target!(|data: &[u8]| {
                 assert_eq!(decode_name(&encode_uri_component(&name)).as_deref(), Ok(name.as_str()));
             }
         }
+        Ok(Route::Index { domain, op }) => {
+            assert!(auth.is_ok(), "an index route without authentication");
+            assert_eq!(segments.len(), 4);
+            assert_eq!(&segments[..2], ["v1", "index"]);
+            assert_eq!((domain.as_str(), op.as_str()), (segments[2], segments[3]));
+        }
+        Ok(Route::StreamChunks { segment }) => {
+            assert!(auth.is_ok(), "a stream route without authentication");
+            assert_eq!(segments.len(), 4);
+            assert_eq!((segments[0], segments[1], segments[3]), ("v1", "streams", "chunks"));
+            assert_eq!(segment, segments[2]);
+        }
         Err(RouterError::UnknownPath(p)) => assert_eq!(p, path),
+        // 0.4 order: every /v1/<x> but health is authenticated before its 404.
+        Err(RouterError::NotConfigured | RouterError::Unauthorized) => {
+            assert!(auth.is_err(), "refused although authenticated: {path:?}");
+            assert_eq!(segments.first(), Some(&"v1"));
+        }
         Err(_) => assert!(segments.len() >= 2 && segments[0] == "v1" && segments[1] == "rpc", "an RPC-only error for {path:?}"),
     }
 
