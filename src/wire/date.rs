@@ -139,11 +139,17 @@ pub fn parse_date(text: &str) -> Option<i64> {
         if c.eat(b':') {
             s = c.digits(2)?;
             if c.eat(b'.') {
+                // V8's reading of the fraction (DateParser's ReadMilliseconds): the value
+                // of at most 9 significant digits (leading zeros skipped), then scaled by
+                // the numeral's length capped at 9 — so past 9 digits a leading zero is
+                // lost (`.0555555555` is 555 ms, not 55), as `new Date` reads it.
                 let start = c.i;
-                let mut frac = 0i64;
+                let mut value = 0i64;
+                let mut significant = 0usize;
                 while let Some(d) = c.peek().filter(u8::is_ascii_digit) {
-                    if c.i - start < 3 {
-                        frac = frac * 10 + i64::from(d - b'0');
+                    if (significant > 0 || d != b'0') && significant < 9 {
+                        value = value * 10 + i64::from(d - b'0');
+                        significant += 1;
                     }
                     c.i += 1;
                 }
@@ -151,10 +157,12 @@ pub fn parse_date(text: &str) -> Option<i64> {
                 if n == 0 {
                     return None;
                 }
-                for _ in n..3 {
-                    frac *= 10;
-                }
-                ms = frac;
+                ms = match n {
+                    1 => value * 100,
+                    2 => value * 10,
+                    3 => value,
+                    _ => value / 10i64.pow(u32::try_from(n.min(9) - 3).unwrap_or(6)),
+                };
             }
         }
         if h > 24 || mi > 59 || s > 59 || (h == 24 && (mi | s | ms) != 0) {
@@ -198,6 +206,31 @@ mod tests {
         assert_eq!(to_iso(-62_198_755_200_000).unwrap(), "-000001-01-01T00:00:00.000Z");
         assert_eq!(to_iso(-1).unwrap(), "1969-12-31T23:59:59.999Z");
         assert_eq!(to_iso(MAX_DATE_MS + 1), None);
+    }
+
+    #[test]
+    fn fractions_are_read_like_v8() {
+        // Node 20's `new Date("2099-01-01T00:00:00.<f>Z").getUTCMilliseconds()`.
+        let ms = |f: &str| parse_date(&format!("2099-01-01T00:00:00.{f}Z")).map(|t| t.rem_euclid(1000));
+        for (f, want) in [
+            ("5", 500),
+            ("05", 50),
+            ("055", 55),
+            ("0555", 55),
+            ("055555555", 55),
+            ("0555555555", 555),
+            ("05555555555555", 555),
+            ("123456789", 123),
+            ("1234567890", 123),
+            ("0012345678", 12),
+            ("00123456789", 123),
+            ("99999999999", 999),
+            ("0000000001", 0),
+        ] {
+            assert_eq!(ms(f), Some(want), ".{f}");
+        }
+        let long = format!("2099-01-01T00:00:00.0{}Z", "5".repeat(390));
+        assert_eq!(parse_date(&long).map(|t| t.rem_euclid(1000)), Some(555));
     }
 
     #[test]
