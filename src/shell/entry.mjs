@@ -9,6 +9,7 @@ import { DurableObject } from "cloudflare:workers";
 import * as wasm from "./index.js";
 import { hop } from "./hop.mjs";
 import { pathnameOf } from "./path.mjs";
+import { readLimited } from "./body.mjs";
 import { isStreamRead, serveStreamRead, streamChunks, StreamWaiters } from "./stream_route.mjs";
 
 const MAX_BODY_BYTES = 33554432;
@@ -41,36 +42,6 @@ function noteCritical(e) {
 function respond(answer) {
   // `A<status><body>`: three status digits, then the body.
   return new Response(answer.slice(4), { status: +answer.slice(1, 4), headers: JSON_HEADERS });
-}
-
-/** The body (an ArrayBuffer), or null when it exceeds the limit (counted while streaming). */
-async function readBody(request, contentLength) {
-  if (contentLength !== null && +contentLength <= MAX_BODY_BYTES) {
-    // A content-length within the limit (the router refused larger ones): the platform
-    // delivers exactly that many bytes, so one read suffices.
-    return request.arrayBuffer();
-  }
-  if (request.body === null) return new ArrayBuffer(0);
-  const reader = request.body.getReader();
-  const parts = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > MAX_BODY_BYTES) {
-      await reader.cancel().catch(() => {});
-      return null;
-    }
-    parts.push(value);
-  }
-  const body = new Uint8Array(size);
-  let at = 0;
-  for (const p of parts) {
-    body.set(p, at);
-    at += p.byteLength;
-  }
-  return body.buffer;
 }
 
 // Forward decisions (F, X for the index facade, I for the 0.4 index coordinator), memoized: `wasm.route` is a pure function of its arguments, and a
@@ -116,16 +87,16 @@ async function route(request, env) {
   if (kind === 65 /* A */) return respond(decision);
   // S<segment>: the binary stream route reads its own body (its own limits).
   if (kind === 83 /* S */) return streamChunks(request, env, decision.slice(1));
-  const body = await readBody(request, contentLength);
+  const body = await readLimited(request, contentLength, MAX_BODY_BYTES);
   if (body === null) return respond(wasm.tooLarge());
-  if (kind === 66 /* B */) return respond(wasm.bodyError(new Uint8Array(body)) || "A" + decision.slice(1));
-  if (kind === 88 /* X */) return facade(env, decision, new Uint8Array(body));
-  if (kind === 73 /* I */) return indexRoute(env, decision.slice(1), new Uint8Array(body));
+  if (kind === 66 /* B */) return respond(wasm.bodyError(body) || "A" + decision.slice(1));
+  if (kind === 88 /* X */) return facade(env, decision, body);
+  if (kind === 73 /* I */) return indexRoute(env, decision.slice(1), body);
   // F<ENV>\n<method>\n<name>
   const a = decision.indexOf("\n");
   const b = decision.indexOf("\n", a + 1);
   const ns = env[decision.slice(1, a)];
-  if (!ns) return respond(wasm.bodyError(new Uint8Array(body)) || wasm.missingBinding(decision.slice(1, a)));
+  if (!ns) return respond(wasm.bodyError(body) || wasm.missingBinding(decision.slice(1, a)));
   let reply;
   try {
     reply = await hop(ns, decision.slice(b + 1), decision.slice(a + 1, b), body);

@@ -9,6 +9,7 @@
 // its waiter at once instead of keeping it until `waitMs` runs out.
 
 import * as wasm from "./index.js";
+import { readLimited } from "./body.mjs";
 
 const BATCH_HEADERS = { "content-type": "application/vnd.world-celld.stream-batch.v1" };
 const JSON_HEADERS = { "content-type": "application/json" };
@@ -30,39 +31,6 @@ function frameReply(status, body) {
 function hopFailed(e) {
   const message = String(e?.message ?? e);
   return new Response(JSON.stringify({ error: { name: "Error", message } }), { status: 500, headers: JSON_HEADERS });
-}
-
-const DECIMAL = /^[0-9]{1,16}$/;
-
-/** The body as bytes, or null once it exceeds `limit` (counted while streaming). */
-async function readLimited(request, limit) {
-  const declared = request.headers.get("content-length");
-  // A content-length within the limit (the route refused larger ones): the platform
-  // delivers exactly that many bytes, and one native read costs a fraction of a loop over
-  // the stream's pieces (measured: 0.6 against 6.5 ms CPU per MiB).
-  if (declared !== null && DECIMAL.test(declared) && +declared <= limit) return new Uint8Array(await request.arrayBuffer());
-  if (request.body === null) return new Uint8Array(0);
-  const reader = request.body.getReader();
-  const parts = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > limit) {
-      await reader.cancel().catch(() => {});
-      return null;
-    }
-    parts.push(value);
-  }
-  if (parts.length === 1) return parts[0];
-  const body = new Uint8Array(size);
-  let at = 0;
-  for (const p of parts) {
-    body.set(p, at);
-    at += p.byteLength;
-  }
-  return body;
 }
 
 /**
@@ -88,7 +56,7 @@ export async function streamChunks(request, env, rawSegment) {
   if (d[0] === "A") return answer(d);
   const stub = ns.getByName(d[1]);
   if (d[0] === "W") {
-    const body = await readLimited(request, MAX_WRITE_BODY);
+    const body = await readLimited(request, request.headers.get("content-length"), MAX_WRITE_BODY);
     if (body === null) return answer(wasm.streamTooLarge());
     const bad = wasm.streamFrameError(body);
     if (bad !== null) return answer(bad);
