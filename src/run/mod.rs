@@ -34,10 +34,12 @@ use crate::wire::{RpcError, Value};
 pub const CLASS: &str = "WorkflowRunDO";
 
 /// Every method a client may call on `/v1/rpc/runs/...` (0.3's eleven plus 0.4's
-/// `getLifecycleStatus` and `resolveHookTokenClaim`). `enforceRetention` is internal (the
-/// cron sweep's), reached only by a hop.
+/// `getLifecycleStatus` and `resolveHookTokenClaim`): the router's whitelist, in this order
+/// (the fuzz seeds name methods by index). `enforceRetention` is internal (the cron
+/// sweep's), reached only by a hop.
 pub const METHODS: [&str; 13] = [
     "applyEvent",
+    "getLifecycleStatus",
     "getRun",
     "getStep",
     "getEvent",
@@ -48,7 +50,6 @@ pub const METHODS: [&str; 13] = [
     "scheduleCleanup",
     "cleanupNow",
     "rearmCleanup",
-    "getLifecycleStatus",
     "resolveHookTokenClaim",
 ];
 

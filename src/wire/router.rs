@@ -76,21 +76,7 @@ impl Binding {
     /// The whitelist (wire.md §7, spec-0.4 wire.md §7). Nothing else is callable.
     pub fn methods(self) -> &'static [&'static str] {
         match self {
-            Binding::Runs => &[
-                "applyEvent",
-                "getLifecycleStatus",
-                "getRun",
-                "getStep",
-                "getEvent",
-                "listEvents",
-                "listSteps",
-                "listHooks",
-                "getCleanupStatus",
-                "scheduleCleanup",
-                "cleanupNow",
-                "rearmCleanup",
-                "resolveHookTokenClaim",
-            ],
+            Binding::Runs => &crate::run::METHODS,
             Binding::Streams => &crate::stream::METHODS,
             Binding::Index => &crate::index::METHODS,
             Binding::Queue => &crate::queue::METHODS,
