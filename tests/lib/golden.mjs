@@ -17,7 +17,6 @@ import { ROOT, startWorker } from "./harness.mjs";
 import { rawRequest } from "./raw-http.mjs";
 import { CALLBACK_HEADERS, deliveryKey, startCallbackServer } from "./callback-server.mjs";
 import {
-  extractTokens,
   extractTokens040,
   mediaType,
   normalizeBody,
@@ -259,32 +258,19 @@ export async function replayFile(entry, options = {}) {
     const level2 = [];
     if (!binary) {
       const actSource = "bodyNote" in exp ? actText2.split("\n")[0] : actText2;
-      if (v040) {
-        const rec = extractTokens040(exp.body);
-        const act = extractTokens040(actSource);
-        if (rec.length === act.length) {
-          rec.forEach((r, i) => {
-            const a = act[i];
-            if (a.kind !== r.kind) return;
-            const map = r.kind === "ms" ? S : U;
-            const show = (x) => (r.kind === "ms" ? new Date(x).toISOString() : x);
-            if (map.has(r.v) && map.get(r.v) !== a.v) level2.push(`${show(r.v)} was ${show(map.get(r.v))}, now ${show(a.v)}`);
-            else if (!map.has(r.v)) map.set(r.v, a.v);
-          });
-        }
-      } else {
-        const recTokens = extractTokens(exp.body);
-        const actTokens = extractTokens(actSource);
-        if (recTokens.length === actTokens.length) {
-          recTokens.forEach((r, i) => {
-            const a = actTokens[i];
-            if (S.has(r) && S.get(r) !== a) {
-              level2.push(`${new Date(r).toISOString()} was ${new Date(S.get(r)).toISOString()}, now ${new Date(a).toISOString()}`);
-            } else if (!S.has(r)) {
-              S.set(r, a);
-            }
-          });
-        }
+      // 0.3: instants only; 0.4: instants and UUIDs, paired position by position.
+      const tokens = (text) => (v040 ? extractTokens040(text) : extractTokens040(text).filter((t) => t.kind === "ms"));
+      const rec = tokens(exp.body);
+      const act = tokens(actSource);
+      if (rec.length === act.length) {
+        rec.forEach((r, i) => {
+          const a = act[i];
+          if (a.kind !== r.kind) return;
+          const map = r.kind === "ms" ? S : U;
+          const show = (x) => (r.kind === "ms" ? new Date(x).toISOString() : x);
+          if (map.has(r.v) && map.get(r.v) !== a.v) level2.push(`${show(r.v)} was ${show(map.get(r.v))}, now ${show(a.v)}`);
+          else if (!map.has(r.v)) map.set(r.v, a.v);
+        });
       }
     }
     if (level2.length) reasons.push("level2");

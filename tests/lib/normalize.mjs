@@ -56,8 +56,8 @@ function parseJson(text) {
   }
 }
 
-/** Canonical text of a parsed JSON value with the §4 masks applied. */
-export function canonical(value, key = null) {
+/** Canonical text of a parsed JSON value with the §4 masks applied (`mask`: strings). */
+export function canonical(value, key = null, mask = maskString) {
   if (value === null) return "null";
   if (typeof value === "number") {
     if (key === "retryAfterSeconds" && Number.isInteger(value) && value > 0) return "«N»";
@@ -69,44 +69,27 @@ export function canonical(value, key = null) {
     if (key === "lastError" && value.startsWith("transport error: ")) {
       return JSON.stringify("transport error: «…»");
     }
-    return JSON.stringify(maskString(value));
+    return JSON.stringify(mask(value));
   }
-  if (Array.isArray(value)) return `[${value.map((v) => canonical(v)).join(",")}]`;
+  if (Array.isArray(value)) return `[${value.map((v) => canonical(v, null, mask)).join(",")}]`;
   const keys = Object.keys(value).sort();
-  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonical(value[k], k)}`).join(",")}}`;
+  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonical(value[k], k, mask)}`).join(",")}}`;
 }
 
 /** §4: the normalized form of a response (or callback) body. */
-export function normalizeBody(text, { firstLine = false } = {}) {
+export function normalizeBody(text, { firstLine = false, mask = maskString } = {}) {
   let t = text;
   if (firstLine) t = t.split("\n")[0];
   const p = parseJson(t);
-  if (p.ok) return canonical(p.value);
-  return `raw:${maskString(t)}`;
+  if (p.ok) return canonical(p.value, null, mask);
+  return `raw:${mask(t)}`;
 }
 
 /** §5 step 4.4: server-clock instants in canonical traversal order. */
 export function extractTokens(text) {
-  const p = parseJson(text);
-  const out = [];
-  if (!p.ok) {
-    for (const t of stringTokens(text)) out.push(t.ms);
-    return out;
-  }
-  const walk = (v, key) => {
-    if (typeof v === "number") {
-      if (isMsNumber(v) && !(key === "retryAfterSeconds")) out.push(v);
-    } else if (typeof v === "string") {
-      if (key === "lastError" && v.startsWith("transport error: ")) return;
-      for (const t of stringTokens(v)) out.push(t.ms);
-    } else if (Array.isArray(v)) {
-      for (const x of v) walk(x);
-    } else if (v && typeof v === "object") {
-      for (const k of Object.keys(v).sort()) walk(v[k], k);
-    }
-  };
-  walk(p.value, null);
-  return out;
+  return extractTokens040(text)
+    .filter((t) => t.kind === "ms")
+    .map((t) => t.v);
 }
 
 /** §5 step 4.2: replace every server-clock token whose instant is in S by S's value. */
@@ -142,27 +125,9 @@ export function maskString040(s) {
   return maskString(s).replace(UUID_RE(), "«UUID»");
 }
 
-/** canonical() with UUID masking in strings. */
-export function canonical040(value, key = null) {
-  if (typeof value === "string") {
-    if (key === "lastError" && value.startsWith("transport error: ")) return JSON.stringify("transport error: «…»");
-    return JSON.stringify(maskString040(value));
-  }
-  if (Array.isArray(value)) return `[${value.map((v) => canonical040(v)).join(",")}]`;
-  if (value && typeof value === "object") {
-    const keys = Object.keys(value).sort();
-    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonical040(value[k], k)}`).join(",")}}`;
-  }
-  return canonical(value, key);
-}
-
 /** normalizeBody with UUID masking. */
 export function normalizeBody040(text, { firstLine = false } = {}) {
-  let t = text;
-  if (firstLine) t = t.split("\n")[0];
-  const p = parseJson(t);
-  if (p.ok) return canonical040(p.value);
-  return `raw:${maskString040(t)}`;
+  return normalizeBody(text, { firstLine, mask: maskString040 });
 }
 
 /** The tokens of one string, left to right: instants ({kind:"ms"}) and UUIDs ({kind:"uuid"}). */
