@@ -137,7 +137,8 @@ function main() {
     if (!seeds[target]) throw new Error(`unknown target ${target}`);
     const dir = join(CORPUS, target);
     mkdirSync(dir, { recursive: true });
-    for (const f of readdirSync(dir)) if (f.startsWith("seed-")) rmSync(join(dir, f));
+    // Generated seeds are replaced; hand-kept regression inputs (`seed-regress-*`) stay.
+    for (const f of readdirSync(dir)) if (f.startsWith("seed-") && !f.startsWith("seed-regress-")) rmSync(join(dir, f));
     const written = new Set();
     for (const s of seeds[target]) write(dir, s, written);
     console.log(`[fuzz-seeds] ${target}: ${written.size} seeds in fuzz/corpus/${target}`);
