@@ -429,6 +429,67 @@ test("queue 0.4: enqueue and delivery ask the run DO: an expired run is refused 
   });
 });
 
+/** An internal (not routable) method on instance `name` of `binding`, over the hop's fetch form. */
+async function internal(w, binding, name, method, args = []) {
+  const ns = await w.mf.getDurableObjectNamespace(binding);
+  const res = await ns.get(ns.idFromName(name)).fetch("https://celld.internal/rpc", {
+    method: "POST",
+    headers: { "x-celld-method": method, "x-celld-name": encodeURIComponent(name) },
+    body: JSON.stringify(args),
+  });
+  const text = await res.text();
+  assert.equal(res.status, 200, text);
+  return JSON.parse(text);
+}
+
+// Lifecycle leases (src/run/lease.rs): a shard asks a run's DO once per lease instead of
+// once per enqueue, and the run DO revokes the lease before a call that expires the run
+// answers, so the next enqueue is refused at once (q:7 is never visited by the cleanup: no
+// queue fence can refuse it there).
+test("queue: lifecycle leases — one ask per run and lease, revoked when the run expires", { timeout: 60_000 }, async () => {
+  await withWorld({}, () => ({ status: 200 }), async ({ w, target, q }) => {
+    const held = async () => (await internal(w, "WORKFLOW_QUEUE", "q:7", "heldLifecycleLeases")).runs;
+    const enqueue = (id, runId) => q("q:7", "enqueue", [enqueueRequest(id, target.url, { runId, delaySeconds: 3600 })]);
+    const created = await w.rpc("runs", "wrun_lease", "applyEvent", [
+      { runId: "wrun_lease", data: { specVersion: 6, eventType: "run_created", eventData: { deploymentId: "dep", workflowName: "wf-l", input: [] } }, cleanup: { retentionMs: 3_600_000, queueShards: 1 } },
+    ]);
+    assert.equal(created.ok, true);
+    for (let i = 0; i < 3; i++) assert.equal((await enqueue(`msg_lease_${i}`, "wrun_lease")).ok, true);
+    assert.equal((await enqueue("msg_lease_missing", "wrun_lease_never")).ok, true);
+    assert.deepEqual(await held(), ["wrun_lease"], "a lease for the live run, none for the missing one");
+    // The internal methods are not on the router's whitelist.
+    assert.equal((await w.rpc.raw("queue", "q:7", "revokeLifecycleLease", ["wrun_lease"])).status, 404);
+    assert.equal((await w.rpc.raw("runs", "wrun_lease", "leaseLifecycle", ["q:7"])).status, 404);
+    assert.deepEqual(await held(), ["wrun_lease"]);
+    // Completing it with an hour's retention keeps the lease (it ends long before).
+    const completed = await w.rpc("runs", "wrun_lease", "applyEvent", [
+      { runId: "wrun_lease", data: { specVersion: 6, eventType: "run_completed", eventData: { output: null } }, cleanup: { retentionMs: 3_600_000, queueShards: 1 } },
+    ]);
+    assert.equal(completed.ok, true);
+    assert.deepEqual(await held(), ["wrun_lease"]);
+    assert.equal((await enqueue("msg_lease_3", "wrun_lease")).ok, true);
+
+    // cleanupNow expires the run: the lease is gone before it answers.
+    await w.rpc("runs", "wrun_lease", "cleanupNow", [{ retentionMs: 3_600_000, queueShards: 1 }]);
+    assert.deepEqual(await held(), []);
+    assert.deepEqual(await enqueue("msg_lease_late", "wrun_lease"), { ok: false, code: "RUN_EXPIRED", message: 'Workflow run "wrun_lease" has expired' });
+
+    // A terminal event whose retention is shorter than the lease revokes it too.
+    const apply = (data, retentionMs) =>
+      w.rpc("runs", "wrun_lease2", "applyEvent", [{ runId: "wrun_lease2", data: { specVersion: 6, ...data }, cleanup: { retentionMs, queueShards: 1 } }]);
+    assert.equal((await apply({ eventType: "run_created", eventData: { deploymentId: "dep", workflowName: "wf-l", input: [] } }, 1500)).ok, true);
+    assert.equal((await enqueue("msg_lease2_a", "wrun_lease2")).ok, true);
+    assert.deepEqual(await held(), ["wrun_lease2"]);
+    assert.equal((await apply({ eventType: "run_completed", eventData: { output: null } }, 1500)).ok, true);
+    assert.deepEqual(await held(), [], "revoked by the completing applyEvent");
+    // Until its due time the run is terminal: leased again, but only up to the due time.
+    assert.equal((await enqueue("msg_lease2_b", "wrun_lease2")).ok, true);
+    await sleep(1600);
+    assert.equal((await enqueue("msg_lease2_c", "wrun_lease2")).code, "RUN_EXPIRED");
+    assert.deepEqual(await held(), []);
+  });
+});
+
 test("queue 0.4: paged expireRun with receipts, acknowledgeExpireRun, bounded purge, config bounds", { timeout: 60_000 }, async () => {
   await withWorld({}, () => ({ status: 500 }), async ({ w, target, q }) => {
     for (let i = 0; i < 3; i++) {

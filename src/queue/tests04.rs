@@ -3,14 +3,14 @@
 //! paged `expireRun` + receipts, fence compaction, bounded purge, config bounds. In-memory
 //! store, injected clock, simulated alarm.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 
 use super::delivery::{claim, classify, drop_expired, settle, Claimed, Outcome, Settled};
-use super::driver::{self, ExpiredCache, QueueHost};
+use super::driver::{self, LifecycleCache, QueueHost};
 use super::state::{self, Lifecycle, FENCE_COMPACTION_GRACE_MS};
 use super::*;
 use crate::config::Config;
@@ -37,6 +37,10 @@ struct Runs {
     status: RefCell<BTreeMap<String, String>>,
     calls: RefCell<Vec<String>>,
     failing: RefCell<bool>,
+    /// When set, the fleet grants leases of this length to runs that are not expired or
+    /// missing (as `leaseLifecycle` does); else this holder cannot lease.
+    lease_ms: Cell<Option<i64>>,
+    now: Cell<i64>,
 }
 
 impl Runs {
@@ -56,6 +60,20 @@ impl QueueHost for Runs {
         }
         Ok(Value::str(self.status.borrow().get(run_id).map_or("missing", String::as_str)))
     }
+
+    async fn lifecycle_lease(&self, run_id: &str) -> Result<Option<Value>, RpcError> {
+        let Some(ms) = self.lease_ms.get() else { return Ok(None) };
+        let status = self.lifecycle_status(run_id).await?;
+        let until = match status.as_str() {
+            Some("active" | "terminal") => Value::num((self.now.get() + ms) as f64),
+            _ => Value::Null,
+        };
+        Ok(Some(Value::object([("status", status), ("leaseUntil", until)])))
+    }
+
+    fn now(&self) -> i64 {
+        self.now.get()
+    }
 }
 
 struct Sim {
@@ -64,7 +82,7 @@ struct Sim {
     now: i64,
     config: Config,
     runs: Runs,
-    cache: ExpiredCache,
+    cache: LifecycleCache,
 }
 
 fn request(id: &str, run: Option<&str>) -> Value {
@@ -111,7 +129,7 @@ impl Sim {
             now: T0,
             config: Config::default(),
             runs: Runs::default(),
-            cache: ExpiredCache::default(),
+            cache: LifecycleCache::default(),
         }
     }
 
@@ -127,6 +145,7 @@ impl Sim {
     fn rpc(&mut self, method: &str, args: Vec<Value>) -> Result<Value, RpcError> {
         let config = self.config.clone();
         let runs = driver::runs_to_check(&mut self.store, &config, method, Args(&args))?;
+        self.runs.now.set(self.now);
         let lifecycle = block_on(driver::ask(&self.runs, &self.cache, &runs))?;
         let mut alarm = Alarm::new(self.alarm);
         let ctx = Ctx { now: self.now, name: "q:0", config: &config };
@@ -154,6 +173,7 @@ impl Sim {
     /// A delivery as the shell runs it: the pre-delivery check, then the answer, the
     /// check before a retry / reschedule, and the settlement.
     fn deliver(&mut self, claimed: &Claimed, outcome: Option<Outcome>) -> Settled {
+        self.runs.now.set(self.now);
         let before = block_on(driver::check_row(&self.runs, &self.cache, &claimed.row)).unwrap();
         let now = self.now;
         let mut alarm = Alarm::unknown();
@@ -643,4 +663,89 @@ fn methods_list_is_the_queue_whitelist() {
             let _ = sim.rpc(m, args.clone());
         }
     }
+}
+
+// ---- lifecycle leases (ours; `crate::run::lease`) ----
+
+fn enqueue_for(sim: &mut Sim, id: &str, run: &str) -> String {
+    sim.ok("enqueue", vec![delayed(request(id, Some(run)), 3600.0)])
+}
+
+#[test]
+fn a_lease_saves_the_hop_until_it_runs_out() {
+    let mut sim = Sim::new();
+    sim.runs.lease_ms.set(Some(60_000));
+    sim.runs.set("wrun_a", "active");
+    assert!(enqueue_for(&mut sim, "m1", "wrun_a").contains("\"ok\":true"));
+    assert_eq!(sim.runs.calls(), 1);
+    for i in 0..5 {
+        sim.now += 10_000;
+        assert!(enqueue_for(&mut sim, &format!("m{}", i + 2), "wrun_a").contains("\"ok\":true"));
+    }
+    assert_eq!(sim.runs.calls(), 1, "five enqueues under the lease asked nobody");
+    // The synchronous path sees the lease too: nothing left to ask.
+    let (expired, unknown) = driver::from_cache(&sim.cache, vec!["wrun_a".into()], sim.now);
+    assert!(expired.is_empty() && unknown.is_empty());
+    sim.now = T0 + 60_000;
+    assert!(enqueue_for(&mut sim, "m9", "wrun_a").contains("\"ok\":true"));
+    assert_eq!(sim.runs.calls(), 2, "a lease that ran out is asked for again");
+}
+
+#[test]
+fn a_revoked_lease_asks_again_and_sees_the_expiry() {
+    let mut sim = Sim::new();
+    sim.runs.lease_ms.set(Some(60_000));
+    sim.runs.set("wrun_a", "active");
+    enqueue_for(&mut sim, "m1", "wrun_a");
+    // The run DO expires the run, then revokes before answering its caller.
+    sim.runs.set("wrun_a", "expired");
+    assert!(sim.cache.revoke("wrun_a"));
+    assert!(!sim.cache.revoke("wrun_a"), "a second revocation finds no lease");
+    let out = enqueue_for(&mut sim, "m2", "wrun_a");
+    assert!(out.contains("RUN_EXPIRED"), "{out}");
+    assert_eq!(sim.runs.calls(), 2);
+    // Expired is final: no lease, no further hop.
+    assert!(enqueue_for(&mut sim, "m3", "wrun_a").contains("RUN_EXPIRED"));
+    assert_eq!(sim.runs.calls(), 2);
+}
+
+#[test]
+fn missing_runs_and_holders_without_a_name_get_no_lease() {
+    let mut sim = Sim::new();
+    sim.runs.lease_ms.set(Some(60_000));
+    enqueue_for(&mut sim, "m1", "wrun_missing");
+    enqueue_for(&mut sim, "m2", "wrun_missing");
+    assert_eq!(sim.runs.calls(), 2, "a missing run is asked every time");
+    sim.runs.lease_ms.set(None);
+    sim.runs.set("wrun_b", "active");
+    enqueue_for(&mut sim, "m3", "wrun_b");
+    enqueue_for(&mut sim, "m4", "wrun_b");
+    assert_eq!(sim.runs.calls(), 4, "without leases every enqueue asks");
+}
+
+/// A revocation that reaches the holder while its grant is still on the way back (two
+/// connections, no order between them): the grant must not be kept.
+#[test]
+fn a_revocation_overtaking_the_grant_wins() {
+    struct Racing<'a> {
+        cache: &'a LifecycleCache,
+    }
+    impl QueueHost for Racing<'_> {
+        async fn lifecycle_status(&self, _run_id: &str) -> Result<Value, RpcError> {
+            unreachable!("leases are supported")
+        }
+        async fn lifecycle_lease(&self, run_id: &str) -> Result<Option<Value>, RpcError> {
+            // Granted as active, but the run DO expires the run and its revocation is
+            // handled here before this answer arrives.
+            assert!(!self.cache.revoke(run_id));
+            Ok(Some(Value::object([("status", Value::str("active")), ("leaseUntil", Value::num((T0 + 60_000) as f64))])))
+        }
+        fn now(&self) -> i64 {
+            T0
+        }
+    }
+    let cache = LifecycleCache::default();
+    let host = Racing { cache: &cache };
+    assert!(!block_on(driver::run_is_expired(&host, &cache, "wrun_r")).unwrap());
+    assert!(!cache.leased("wrun_r", T0), "the overtaken grant was dropped");
 }

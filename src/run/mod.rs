@@ -18,6 +18,7 @@ pub mod events;
 pub mod fence;
 pub mod hook_claims;
 pub mod keys;
+pub mod lease;
 pub mod reads;
 pub mod records;
 pub mod retention;
@@ -59,6 +60,20 @@ pub const METHODS: [&str; 13] = [
 pub const READ_ONLY: [&str; 8] =
     ["getRun", "getStep", "getEvent", "listEvents", "listSteps", "listHooks", "getCleanupStatus", "getLifecycleStatus"];
 
+/// [`call`], plus the lifecycle leases the call contradicted (see [`lease`]): the shell
+/// revokes them after the commit, before answering.
+pub fn call_watched(
+    store: &mut dyn Store,
+    ctx: &Ctx,
+    alarm: &mut Alarm,
+    method: &str,
+    args: Args,
+) -> Result<(Value, Vec<lease::Revocation>), RpcError> {
+    let mut watch = lease::Watch::new(store);
+    let value = call(&mut watch, ctx, alarm, method, args)?;
+    Ok((value, watch.finish(ctx.now)?))
+}
+
 /// Dispatch one RPC method (inside one storage transaction). `alarm` collects the alarm
 /// change the call asks for (terminal-run scheduling, the retention admin methods); the
 /// shell applies it after the transaction commits.
@@ -79,6 +94,7 @@ pub fn call(store: &mut dyn Store, ctx: &Ctx, alarm: &mut Alarm, method: &str, a
         "rearmCleanup" => cleanup::rearm(store, ctx.now, alarm),
         "getLifecycleStatus" => fence::lifecycle_status(store, ctx.now),
         "resolveHookTokenClaim" => hook_claims::resolve(store, ctx.now, args),
+        lease::METHOD => lease::grant(store, ctx.now, ctx.name, args.str(0)),
         _ => Err(RpcError::error(format!("{CLASS}.{method} cannot run as a single transaction"))),
     }
 }

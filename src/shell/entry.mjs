@@ -262,8 +262,40 @@ class RustObject extends DurableObject {
   }
 }
 
+const utf8 = new TextEncoder();
+const utf8Decoder = new TextDecoder();
+
 export class WorkflowRunDO extends RustObject {
   static Rust = wasm.RunObject;
+  /** `[env binding, method]` of a lifecycle lease revocation (src/run/lease.rs). */
+  static revocation = wasm.RunObject.leaseRevocation().split("\n");
+
+  /**
+   * A committed call that broke lifecycle leases answers `[holder, runId]` pairs in a
+   * fourth slot: revoke them before answering (a failure is logged; that lease then runs
+   * out by itself).
+   */
+  async rpc(method, name, data) {
+    const reply = await super.rpc(method, name, data);
+    if (reply.length > 3) await this.revokeLeases(reply.pop());
+    return reply;
+  }
+
+  async revokeLeases(pairs) {
+    const [envName, revoke] = WorkflowRunDO.revocation;
+    const ns = this.env[envName];
+    await Promise.all(
+      pairs.map(async ([holder, runId]) => {
+        try {
+          if (!ns) throw new Error(`missing binding ${envName}`);
+          const reply = await hop(ns, holder, revoke, utf8.encode(JSON.stringify([runId])));
+          if (reply[0] !== 200) throw new Error(`status ${reply[0]}: ${utf8Decoder.decode(reply[1])}`);
+        } catch (e) {
+          console.error(`WorkflowRunDO lease revocation at ${holder}: ${e}`);
+        }
+      }),
+    );
+  }
 }
 
 export class StreamDO extends RustObject {

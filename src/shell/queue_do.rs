@@ -44,7 +44,7 @@ use crate::hop::{Args, Ctx};
 use crate::queue::delivery::{
     build_request, claim_at_most, classify, drop_expired, needs_body, settle, Action, Body, Claimed, OutboundRequest, Outcome,
 };
-use crate::queue::driver::{self, ExpiredCache, QueueHost, LIFECYCLE_METHOD, MISSING_RUNS_BINDING};
+use crate::queue::driver::{self, LifecycleCache, QueueHost, HELD_METHOD, LEASE_METHOD, LIFECYCLE_METHOD, MISSING_RUNS_BINDING, REVOKE_METHOD};
 use crate::queue::state::{INFLIGHT_PREFIX, LEGACY_INFLIGHT_PREFIX};
 use crate::queue::{self, Lifecycle};
 use crate::store::alarm::{Alarm, AlarmChange};
@@ -143,8 +143,11 @@ impl Drop for ResetOnDrop<'_> {
 pub struct QueueObject {
     storage: worker::Storage,
     env: Env,
-    /// Runs seen expired (the authoritative checks skip their hop).
-    expired: ExpiredCache,
+    /// Runs seen expired and the lifecycle leases held (the authoritative checks skip
+    /// their hop).
+    expired: LifecycleCache,
+    /// This instance's name, learnt from its first RPC: the holder name of its leases.
+    name: RefCell<Option<String>>,
     /// The deploy-time variables, read once per instance.
     config: Rc<Config>,
     /// Leases with a delivery running in this instance (a count: two claims of one
@@ -171,6 +174,17 @@ impl QueueHost for QueueObject {
     async fn lifecycle_status(&self, run_id: &str) -> std::result::Result<Value, RpcError> {
         let env_name = Binding::Runs.env_name();
         call_env(&self.env, env_name, || RpcError::error(MISSING_RUNS_BINDING), run_id, LIFECYCLE_METHOD, Vec::new()).await
+    }
+
+    async fn lifecycle_lease(&self, run_id: &str) -> std::result::Result<Option<Value>, RpcError> {
+        let Some(holder) = self.name.borrow().clone() else { return Ok(None) };
+        let env_name = Binding::Runs.env_name();
+        let args = vec![Value::String(holder)];
+        call_env(&self.env, env_name, || RpcError::error(MISSING_RUNS_BINDING), run_id, LEASE_METHOD, args).await.map(Some)
+    }
+
+    fn now(&self) -> i64 {
+        now_ms()
     }
 }
 
@@ -247,7 +261,7 @@ impl QueueObject {
                 Some(l) => l,
                 None => {
                     let runs = driver::runs_to_check(store, &self.config, method, Args(args))?;
-                    let (cached, unknown) = driver::from_cache(&self.expired, runs);
+                    let (cached, unknown) = driver::from_cache(&self.expired, runs, ctx.now);
                     if !unknown.is_empty() {
                         return Ok(None);
                     }
@@ -269,7 +283,28 @@ impl QueueObject {
         result
     }
 
+    /// Remember this instance's name (the first RPC tells it).
+    fn learn_name(&self, name: &str) {
+        if self.name.borrow().is_none() && !name.is_empty() {
+            *self.name.borrow_mut() = Some(name.to_string());
+        }
+    }
+
+    /// `revokeLifecycleLease(runId)` from a run DO: no storage, no transaction.
+    fn revoke_lease(&self, body: &[u8]) -> Array {
+        let args = match args_or_refusal(body) {
+            Ok(a) => a,
+            Err(refusal) => return refusal,
+        };
+        let result = match args.first().and_then(Value::as_str) {
+            Some(run_id) => Ok(Value::object([("revoked", Value::Bool(self.expired.revoke(run_id)))])),
+            None => Err(RpcError::error(format!("{REVOKE_METHOD}: runId must be a string"))),
+        };
+        result_reply(result, f64::NAN)
+    }
+
     async fn rpc(&self, method: &str, name: &str, body: &[u8]) -> Array {
+        self.learn_name(name);
         let args = match args_or_refusal(body) {
             Ok(a) => a,
             Err(refusal) => return refusal,
@@ -511,7 +546,8 @@ impl QueueObject {
         QueueObject {
             storage: State::from(state).storage(),
             env: env.clone(),
-            expired: ExpiredCache::default(),
+            expired: LifecycleCache::default(),
+            name: RefCell::new(None),
             config: Rc::new(config(&env)),
             live: Rc::new(RefCell::new(HashMap::new())),
             kick: Rc::new(Kick::default()),
@@ -534,6 +570,14 @@ impl QueueObject {
     /// for the [`alarm readers`](Self::alarm_readers) (`-1` none set), else `NaN`.
     #[wasm_bindgen(js_name = rpcCall)]
     pub fn rpc_call(&self, method: &str, name: &str, body: &[u8], current: f64) -> Array {
+        if method == REVOKE_METHOD {
+            return self.revoke_lease(body);
+        }
+        if method == HELD_METHOD {
+            let held = self.expired.held(now_ms()).into_iter().map(Value::String).collect();
+            return result_reply(Ok(Value::object([("runs", Value::Array(held))])), f64::NAN);
+        }
+        self.learn_name(name);
         if !self.recovered.get() || (queue::reads_alarm(method) && current.is_nan()) {
             return go_async();
         }
@@ -563,7 +607,10 @@ impl QueueObject {
     /// The methods that never write, comma-separated (see `serve.rs`).
     #[wasm_bindgen(js_name = readOnly)]
     pub fn read_only() -> String {
-        queue::READ_ONLY.join(",")
+        // The lease methods touch no storage.
+        let mut methods = queue::READ_ONLY.to_vec();
+        methods.extend([REVOKE_METHOD, HELD_METHOD]);
+        methods.join(",")
     }
 
     /// One RPC: `[status, body, alarm]` (the alarm already applied; see `serve.rs`).

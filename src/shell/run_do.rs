@@ -3,6 +3,7 @@
 //! loop before answering) alternates transactions with calls to the other Durable Objects
 //! ([`crate::run::cleanup::driver`]).
 
+use futures_util::future::join_all;
 use js_sys::Array;
 use wasm_bindgen::prelude::*;
 use worker::worker_sys::DurableObjectState;
@@ -17,6 +18,8 @@ use crate::config::Config;
 use crate::facade::Target;
 use crate::run::cleanup::driver::{self, CleanupHost};
 use crate::run::cleanup::CleanupArgs;
+use crate::run::lease::{Revocation, Watch};
+use crate::queue::driver::REVOKE_METHOD;
 use crate::store::alarm::Alarm;
 use crate::store::Store;
 use crate::wire::router::Binding;
@@ -50,8 +53,13 @@ impl CleanupHost for Host<'_> {
         let storage = self.state.storage();
         let mut alarm = Alarm::unknown();
         let now = now_ms();
-        let out = in_transaction(&storage, |s| f(s, now, &mut alarm))?;
+        let (out, revocations) = in_transaction(&storage, |s| {
+            let mut watch = Watch::new(s);
+            let out = f(&mut watch, now, &mut alarm)?;
+            Ok((out, watch.finish(now)?))
+        })?;
         apply_alarm(&storage, alarm.change()).await?;
+        revoke(self.env, &revocations).await;
         Ok(out)
     }
 
@@ -71,6 +79,19 @@ impl CleanupHost for Host<'_> {
     }
 }
 
+/// Call off the lifecycle leases a committed transaction contradicted (see
+/// [`crate::run::lease`]). A failed call is logged: that holder's lease then runs out by
+/// itself, within [`crate::run::lease::LEASE_MS`].
+async fn revoke(env: &Env, revocations: &[Revocation]) {
+    let calls = revocations.iter().map(|r| async move {
+        let args = vec![Value::str(r.run_id.as_str())];
+        if let Err(e) = call_do(env, Binding::Queue, &r.holder, REVOKE_METHOD, args).await {
+            worker::console_error!("WorkflowRunDO lease revocation at {}: {}: {}", r.holder, e.name, e.message);
+        }
+    });
+    join_all(calls).await;
+}
+
 impl RunObject {
     fn host(&self) -> Host<'_> {
         Host { state: &self.state, env: &self.env }
@@ -83,6 +104,12 @@ impl RunObject {
     #[wasm_bindgen(js_name = readOnly)]
     pub fn read_only() -> String {
         crate::run::READ_ONLY.join(",")
+    }
+
+    /// Where a lifecycle lease is revoked: `<env binding>\n<method>` (the queue's).
+    #[wasm_bindgen(js_name = leaseRevocation)]
+    pub fn lease_revocation() -> String {
+        format!("{}\n{REVOKE_METHOD}", Binding::Queue.env_name())
     }
 
     #[wasm_bindgen(constructor)]
@@ -101,7 +128,22 @@ impl RunObject {
         if is_async(method) {
             return go_async();
         }
-        serve_sync(&self.storage, &crate::run::READ_ONLY, &self.config, method, name, body, crate::run::call)
+        let mut revocations = Vec::new();
+        let reply = serve_sync(&self.storage, &crate::run::READ_ONLY, &self.config, method, name, body, |s, ctx, alarm, m, args| {
+            let (value, owed) = crate::run::call_watched(s, ctx, alarm, m, args)?;
+            revocations = owed;
+            Ok(value)
+        });
+        // A committed call that contradicted leases: the class revokes them (`[holder,
+        // runId]` pairs in a fourth slot) before answering.
+        if !revocations.is_empty() && reply.get(0).as_f64() == Some(200.0) {
+            let pairs = Array::new();
+            for r in &revocations {
+                pairs.push(&Array::of2(&JsValue::from_str(&r.holder), &JsValue::from_str(&r.run_id)));
+            }
+            reply.push(&pairs);
+        }
+        reply
     }
 
     /// `cleanupNow`: the cleanup loop, then its result.

@@ -21,7 +21,7 @@ pub const PAYLOAD_BATCH: usize = 128;
 /// `retention:hook:` markers one `index` page releases.
 pub const HOOK_MARKER_PAGE: usize = 64;
 /// Keys the payload phase deletes without counting them in `deletedPayloadKeys`: our own
-/// bookkeeping, which the reference never writes.
+/// bookkeeping, which the reference never writes (also the `lifecycle-lease:` family).
 pub const UNCOUNTED: [&str; 1] = [keys::RETENTION_CLAIMS];
 /// Stream names one `streams` page asks the registry for.
 pub const STREAMS_PER_PAGE: f64 = 16.0;
@@ -336,7 +336,7 @@ fn payload_page(store: &mut dyn Store, now: i64, alarm: &mut Alarm, mut record: 
     for k in &doomed {
         store.delete(k)?;
     }
-    let counted = doomed.iter().filter(|k| !UNCOUNTED.contains(&k.as_str())).count();
+    let counted = doomed.iter().filter(|k| !UNCOUNTED.contains(&k.as_str()) && !crate::run::lease::is_lease_key(k)).count();
     let total = record.num("deletedPayloadKeys").filter(|n| n.is_finite()).unwrap_or(0.0) + counted as f64;
     record.0.insert("deletedPayloadKeys".into(), Value::num(total));
     record.0.remove("lastError");

@@ -53,6 +53,8 @@ struct World {
     /// answer `done: false` (a stream bigger than a page).
     stream_v04: Cell<Option<u32>>,
     registered: Cell<usize>,
+    /// Lease revocations the shell would send after each commit (see `crate::run::lease`).
+    revoked: RefCell<Vec<crate::run::lease::Revocation>>,
 }
 
 impl World {
@@ -68,6 +70,7 @@ impl World {
             queue_v04: Cell::new(None),
             stream_v04: Cell::new(None),
             registered: Cell::new(0),
+            revoked: RefCell::new(Vec::new()),
         }
     }
 
@@ -92,11 +95,11 @@ impl World {
         }
         let ctx = Ctx { now, name: RUN, config: &self.config };
         let mut alarm = Alarm::unknown();
-        let out = self.run.borrow_mut().transaction(|s| crate::run::call(s, &ctx, &mut alarm, method, Args(&args)));
-        if out.is_ok() {
-            self.apply_change(alarm.change());
-        }
-        out
+        let out = self.run.borrow_mut().transaction(|s| crate::run::call_watched(s, &ctx, &mut alarm, method, Args(&args)));
+        let (value, owed) = out?;
+        self.apply_change(alarm.change());
+        self.revoked.borrow_mut().extend(owed);
+        Ok(value)
     }
 
     fn apply(&self, data: &str, retention_ms: i64) -> Value {
@@ -281,8 +284,14 @@ impl CleanupHost for World {
     async fn transact<T>(&self, f: impl FnOnce(&mut dyn Store, i64, &mut Alarm) -> Result<T, RpcError>) -> Result<T, RpcError> {
         let now = self.tick(1);
         let mut alarm = Alarm::unknown();
-        let out = self.run.borrow_mut().transaction(|s| f(s, now, &mut alarm))?;
+        // As the shell's host: the transaction runs under a lease watch.
+        let (out, owed) = self.run.borrow_mut().transaction(|s| {
+            let mut watch = crate::run::lease::Watch::new(s);
+            let out = f(&mut watch, now, &mut alarm)?;
+            Ok::<_, RpcError>((out, watch.finish(now)?))
+        })?;
         self.apply_change(alarm.change());
+        self.revoked.borrow_mut().extend(owed);
         Ok(out)
     }
 
@@ -972,4 +981,113 @@ fn queue_progress_never_regresses() {
     let before = w.status();
     block_on(w.transact(|s, now, alarm| super::phases::commit_queue_expire(s, now, alarm, &next, 1, answer(5.0, true)))).unwrap();
     assert_eq!(w.status(), before);
+}
+
+// ---- lifecycle leases (`crate::run::lease`) ----
+
+fn lease(w: &World, holder: &str) -> Value {
+    w.run_call(crate::run::lease::METHOD, vec![Value::str(holder)]).unwrap()
+}
+
+fn revoked(w: &World) -> Vec<(String, String)> {
+    w.revoked.borrow_mut().drain(..).map(|r| (r.holder, r.run_id)).collect()
+}
+
+fn lease_keys(w: &World) -> Vec<String> {
+    w.run_keys().into_iter().filter(|k| crate::run::lease::is_lease_key(k)).collect()
+}
+
+#[test]
+fn cleanup_now_revokes_the_leases_it_breaks() {
+    let w = World::new();
+    w.populate(3_600_000);
+    let granted = lease(&w, "q:0");
+    assert_eq!(granted.get("status"), Some(&Value::str("terminal")));
+    let until = num(&granted, "leaseUntil");
+    assert_eq!(until, (w.now.get() + crate::run::lease::LEASE_MS) as f64, "an hour's retention: a full lease");
+    lease(&w, "q:1");
+    assert!(revoked(&w).is_empty());
+    w.run_call("cleanupNow", vec![v(r#"{"retentionMs":3600000,"queueShards":2}"#)]).unwrap();
+    let mut got = revoked(&w);
+    got.sort();
+    assert_eq!(got, vec![("q:0".to_string(), RUN.to_string()), ("q:1".to_string(), RUN.to_string())]);
+    assert!(lease_keys(&w).is_empty());
+    let after = lease(&w, "q:0");
+    assert_eq!(after.get("status"), Some(&Value::str("expired")));
+    assert_eq!(after.get("leaseUntil"), Some(&Value::Null));
+    assert!(lease_keys(&w).is_empty(), "an expired run grants nothing");
+    // The remaining pages revoke nothing more and count no lease as payload.
+    while w.fire_alarm() {}
+    assert!(revoked(&w).is_empty());
+    assert_eq!(phase(&w.status()), "tombstoned");
+}
+
+#[test]
+fn a_terminal_retention_shorter_than_a_lease_revokes_it() {
+    let w = World::new();
+    w.apply(CREATED, 5_000);
+    let granted = lease(&w, "q:0");
+    assert_eq!(granted.get("status"), Some(&Value::str("active")));
+    w.apply(COMPLETED, 5_000);
+    assert_eq!(revoked(&w), vec![("q:0".to_string(), RUN.to_string())]);
+    // The next grant runs to the due time, not past it.
+    let again = lease(&w, "q:0");
+    let due = date(&w.status(), "dueAt");
+    assert_eq!(num(&again, "leaseUntil"), due as f64);
+    w.tick(5_000);
+    assert_eq!(lease(&w, "q:0").get("status"), Some(&Value::str("expired")));
+}
+
+#[test]
+fn a_long_retention_keeps_the_lease_and_payload_counts_ignore_it() {
+    let w = World::new();
+    w.apply(CREATED, 86_400_000);
+    lease(&w, "q:0");
+    w.apply(COMPLETED, 86_400_000);
+    assert!(revoked(&w).is_empty(), "the run expires long after the lease ends");
+    assert_eq!(lease_keys(&w).len(), 1);
+    // Expiry by time writes nothing: the lease (long over) is deleted by the payload
+    // phase without being counted.
+    w.tick(86_400_000);
+    let before = w.run_keys().len();
+    while w.fire_alarm() {}
+    let done = w.status();
+    assert_eq!(phase(&done), "tombstoned");
+    assert!(lease_keys(&w).is_empty());
+    assert!(num(&done, "deletedPayloadKeys") < before as f64);
+}
+
+#[test]
+fn maximum_age_enforcement_revokes_leases() {
+    let w = World::new();
+    w.apply(CREATED, 0);
+    lease(&w, "q:3");
+    w.tick(10_000);
+    let request = v(&format!(r#"{{"retentionMs":1000,"queueShards":1,"scheduledTime":{}}}"#, w.now.get()));
+    block_on(enforce_retention(&w, Some(&request))).unwrap();
+    assert_eq!(revoked(&w), vec![("q:3".to_string(), RUN.to_string())]);
+}
+
+#[test]
+fn lease_grants_are_bounded_and_checked() {
+    let w = World::new();
+    // A missing run: no lease, nothing written.
+    let missing = lease(&w, "q:0");
+    assert_eq!(missing.get("status"), Some(&Value::str("missing")));
+    assert_eq!(missing.get("leaseUntil"), Some(&Value::Null));
+    assert!(w.run_keys().is_empty());
+    for bad in [Value::str(""), Value::num(1.0), Value::str("x".repeat(513))] {
+        assert!(w.run_call(crate::run::lease::METHOD, vec![bad]).is_err());
+    }
+    w.apply(CREATED, 0);
+    for i in 0..crate::run::lease::MAX_LEASES {
+        assert!(num(&lease(&w, &format!("q:{i}")), "leaseUntil").is_finite());
+    }
+    let refused = lease(&w, "q:extra");
+    assert_eq!(refused.get("status"), Some(&Value::str("active")));
+    assert_eq!(refused.get("leaseUntil"), Some(&Value::Null), "past the bound a holder just asks every time");
+    // A renewal by a known holder still works, and extends the stored lease.
+    w.tick(30_000);
+    let renewed = num(&lease(&w, "q:0"), "leaseUntil");
+    assert_eq!(renewed, (w.now.get() + crate::run::lease::LEASE_MS) as f64);
 }

@@ -1,0 +1,172 @@
+//! Lifecycle leases: how a QueueDO shard learns, with one hop per run instead of one per
+//! enqueue, that a run will not be expired before a given instant (ours; the reference
+//! asks `getLifecycleStatus()` before every run-guarded queue mutation, spec-0.4
+//! `queue.md` §3).
+//!
+//! * **Grant** (`leaseLifecycle(holder)`, internal): the lifecycle status, plus for a run
+//!   that exists and is not expired `leaseUntil` = min(now + [`LEASE_MS`], the retained
+//!   cleanup record's `dueAt`). The grant is stored as `lifecycle-lease:<holder>` =
+//!   `{runId, until}` (the longest one granted to that holder). A missing run gets no lease
+//!   and writes nothing: it could be created at any time.
+//! * **Revoke**: any transaction of this run that writes its cleanup record or tombstone
+//!   (terminal retention, `scheduleCleanup`, `cleanupNow`, `enforceRetention`, the cleanup
+//!   pages) runs under [`Watch`]; when the write moved the expiry instant before a stored
+//!   lease's `until`, the same transaction deletes that lease and the shell, after the
+//!   commit and before answering, calls the holder's `revokeLifecycleLease(runId)`.
+//!
+//! So a holder that trusts its lease only until `until` sees what `getLifecycleStatus()`
+//! would have told it, except for a call that races the revoking call itself (the
+//! reference's check, made outside the queue's transaction, has the same race). If the
+//! revocation call fails, the holder keeps its lease until `until` (at most [`LEASE_MS`]);
+//! a message it accepts meanwhile is still deleted by the run's `expireRun` (the queue
+//! fence is compacted only 330 s after the run acknowledged it, longer than any lease),
+//! so nothing leaks either way.
+
+use super::fence::{lifecycle_status, retention_state};
+use super::keys;
+use crate::store::{get_json, put_json, ListOptions, Store, StoreResult, Stored};
+use crate::wire::{RpcError, Value};
+
+/// Storage prefix of the granted leases (`lifecycle-lease:<holder>`).
+pub const LEASE_PREFIX: &str = "lifecycle-lease:";
+/// Longest lease granted. Must stay below the queue's fence compaction delay (330 s).
+pub const LEASE_MS: i64 = 60_000;
+/// Leases shorter than this are not worth a write: the holder asks again.
+pub const MIN_LEASE_MS: i64 = 1_000;
+/// Longest holder name accepted (a QueueDO instance name).
+pub const MAX_HOLDER_LEN: usize = 512;
+/// Most leases one run keeps (one per queue shard that asked; the client uses a handful).
+/// Past it, no new holder gets a lease (it keeps asking every time).
+pub const MAX_LEASES: usize = 256;
+
+/// The internal method name (not on the router's whitelist).
+pub const METHOD: &str = "leaseLifecycle";
+
+fn lease_key(holder: &str) -> String {
+    format!("{LEASE_PREFIX}{holder}")
+}
+
+/// The instant from which the run counts as expired, as far as the stored state says:
+/// `Some(t ≤ now)` when it already is, `Some(dueAt)` for a retained cleanup record due
+/// later, `None` when no cleanup is planned.
+fn expires_at(store: &mut dyn Store, now: i64) -> StoreResult<Option<i64>> {
+    let state = retention_state(store, now)?;
+    if state.tombstone.is_some() {
+        return Ok(Some(now));
+    }
+    Ok(state.cleanup.as_ref().map(|r| r.date("dueAt").unwrap_or(now)))
+}
+
+/// `leaseLifecycle(holder)` → `{status, leaseUntil}` (`leaseUntil` null when no lease).
+pub fn grant(store: &mut dyn Store, now: i64, run_id: &str, holder: Option<&str>) -> Result<Value, RpcError> {
+    let holder = match holder {
+        Some(h) if !h.is_empty() && h.len() <= MAX_HOLDER_LEN => h,
+        _ => return Err(RpcError::error(format!("{METHOD}: holder must be a non-empty string of at most {MAX_HOLDER_LEN} bytes"))),
+    };
+    let status = lifecycle_status(store, now)?;
+    let leasable = matches!(status.as_str(), Some("active" | "terminal"));
+    let until = match (leasable, expires_at(store, now)?) {
+        (false, _) => None,
+        (true, None) => Some(now + LEASE_MS),
+        (true, Some(due)) => Some((now + LEASE_MS).min(due)),
+    }
+    .filter(|u| *u >= now + MIN_LEASE_MS);
+    let Some(until) = until else {
+        return Ok(Value::object([("status", status), ("leaseUntil", Value::Null)]));
+    };
+    let key = lease_key(holder);
+    let stored = get_json::<Value>(store, &key)?.and_then(|v| v.get("until").and_then(Value::as_f64)).map(|u| u as i64);
+    if stored.is_none() && store.list_keys(&ListOptions::prefix(LEASE_PREFIX).limit(MAX_LEASES))?.len() >= MAX_LEASES {
+        return Ok(Value::object([("status", status), ("leaseUntil", Value::Null)]));
+    }
+    // The stored lease must cover every instant granted to this holder.
+    let keep = stored.map_or(until, |s| s.max(until));
+    if stored != Some(keep) {
+        let record = Value::object([("runId", Value::str(run_id)), ("until", Value::num(keep as f64))]);
+        put_json(store, &key, &record)?;
+    }
+    Ok(Value::object([("status", status), ("leaseUntil", Value::num(until as f64))]))
+}
+
+/// A lease to call off after the commit: `holder.revokeLifecycleLease(run_id)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Revocation {
+    pub holder: String,
+    pub run_id: String,
+}
+
+/// The leases the current state contradicts (their `until` is after the instant the run
+/// now expires), deleted here; stale leases are deleted too. Call at the end of a
+/// transaction that wrote the cleanup record or the tombstone.
+pub fn contradicted(store: &mut dyn Store, now: i64) -> StoreResult<Vec<Revocation>> {
+    let Some(expires) = expires_at(store, now)? else { return Ok(Vec::new()) };
+    let mut out = Vec::new();
+    for (key, value) in store.list(&ListOptions::prefix(LEASE_PREFIX))? {
+        let lease = serde_json::from_str::<serde_json::Value>(&value).ok();
+        let until = lease.as_ref().and_then(|l| l.get("until")).and_then(serde_json::Value::as_f64).map(|u| u as i64);
+        let run_id = lease.as_ref().and_then(|l| l.get("runId")).and_then(serde_json::Value::as_str).map(str::to_string);
+        match until {
+            Some(u) if u <= now => {}
+            Some(u) if u <= expires => continue,
+            _ => {
+                if let Some(run_id) = run_id {
+                    out.push(Revocation { holder: key[LEASE_PREFIX.len()..].to_string(), run_id });
+                }
+            }
+        }
+        store.delete(&key)?;
+    }
+    Ok(out)
+}
+
+/// A store that notes writes of the cleanup record and the tombstone: the calls after
+/// which [`contradicted`] must run.
+pub struct Watch<'a> {
+    inner: &'a mut dyn Store,
+    pub touched: bool,
+}
+
+impl<'a> Watch<'a> {
+    pub fn new(inner: &'a mut dyn Store) -> Self {
+        Watch { inner, touched: false }
+    }
+    fn note(&mut self, key: &str) {
+        if key == keys::RETENTION_CLEANUP || key == keys::RETENTION_TOMBSTONE {
+            self.touched = true;
+        }
+    }
+    /// The revocations owed after the calls made through this store.
+    pub fn finish(self, now: i64) -> StoreResult<Vec<Revocation>> {
+        if self.touched {
+            contradicted(self.inner, now)
+        } else {
+            Ok(Vec::new())
+        }
+    }
+}
+
+impl Store for Watch<'_> {
+    fn get_value(&mut self, key: &str) -> StoreResult<Option<Stored>> {
+        self.inner.get_value(key)
+    }
+    fn put(&mut self, key: &str, value: &str) -> StoreResult<()> {
+        self.note(key);
+        self.inner.put(key, value)
+    }
+    fn put_bytes(&mut self, key: &str, value: &[u8]) -> StoreResult<()> {
+        self.note(key);
+        self.inner.put_bytes(key, value)
+    }
+    fn delete(&mut self, key: &str) -> StoreResult<bool> {
+        self.note(key);
+        self.inner.delete(key)
+    }
+    fn list_values(&mut self, options: &ListOptions) -> StoreResult<Vec<(String, Stored)>> {
+        self.inner.list_values(options)
+    }
+}
+
+/// Is `key` a lease (bookkeeping the payload phase deletes without counting)?
+pub fn is_lease_key(key: &str) -> bool {
+    key.starts_with(LEASE_PREFIX)
+}
