@@ -113,29 +113,18 @@ export const CPU_WORKLOADS = {
     },
   },
   enqueue: {
-    about: "queue.enqueue of a 256 B message with delaySeconds 3600 (one shard)",
+    about: "queue.enqueue of a 256 B message with delaySeconds 3600 (one shard) naming its lane's run, created first (as the client's messages do)",
     ops: 4000,
-    lane: (ctx, lane, phase) => async (k) => {
-      const id = `msg_bench_${ctx.tag}_${phase}_${lane}_${k}`;
-      const req = enqueueRequest(id, "http://127.0.0.1:9", {
-        body: JSON.stringify({ id }).padEnd(256, " "),
-        runId: `wrun_bench_q_${ctx.tag}_${lane}`,
-        delaySeconds: 3600,
-      });
-      const out = await ctx.rpc("queue", "q:0", "enqueue", [req]);
-      expect(out?.ok === true && out.messageId === id, "enqueue", out);
-      ctx.state.enqueued++;
-    },
-    async setup(ctx) {
-      ctx.state.pendingBefore = (await ctx.rpc("queue", "q:0", "stats", [])).pending;
-      ctx.state.enqueued = 0;
-    },
-    async check(ctx) {
-      const stats = await ctx.rpc("queue", "q:0", "stats", []);
-      const want = ctx.state.pendingBefore + ctx.state.enqueued;
-      expect(stats.pending === want && stats.deadLetters === 0, `queue stats: want ${want} pending (${ctx.state.enqueued} delayed messages enqueued)`, stats);
-      return `${stats.pending} pending`;
-    },
+    lane: (ctx, lane, phase) => enqueueLane(ctx, `wrun_bench_q_${ctx.tag}_${lane}`, phase, lane, true),
+    setup: enqueueSetup,
+    check: enqueueCheck,
+  },
+  enqueueMissingRun: {
+    about: "queue.enqueue as above, naming a run that does not exist (no lease: the run DO is asked every time)",
+    ops: 2000,
+    lane: (ctx, lane, phase) => enqueueLane(ctx, `wrun_bench_qm_${ctx.tag}_${lane}`, phase, lane, false),
+    setup: enqueueSetup,
+    check: enqueueCheck,
   },
   getChunks: {
     about: `streams.getChunks, a page of ${READ_PAGE} × ${READ_CHUNK_BYTES / 1024} KiB of a closed ${READ_CHUNKS}-chunk stream`,
@@ -188,6 +177,39 @@ export const CPU_WORKLOADS = {
     },
   },
 };
+
+/** One enqueue lane: 256 B delayed messages naming `runId` (created first when `create`). */
+function enqueueLane(ctx, runId, phase, lane, create) {
+  return async (k) => {
+    if (create && !ctx.state.created.has(runId)) {
+      const out = await ctx.client.createEvent(runId, laneEvent(0));
+      expect(out?.ok === true, `run_created ${runId}`, out);
+      ctx.state.created.add(runId);
+    }
+    const id = `msg_bench_${ctx.tag}_${runId}_${phase}_${lane}_${k}`;
+    const req = enqueueRequest(id, "http://127.0.0.1:9", {
+      body: JSON.stringify({ id }).padEnd(256, " "),
+      runId,
+      delaySeconds: 3600,
+    });
+    const out = await ctx.rpc("queue", "q:0", "enqueue", [req]);
+    expect(out?.ok === true && out.messageId === id, "enqueue", out);
+    ctx.state.enqueued++;
+  };
+}
+
+async function enqueueSetup(ctx) {
+  ctx.state.pendingBefore = (await ctx.rpc("queue", "q:0", "stats", [])).pending;
+  ctx.state.enqueued = 0;
+  ctx.state.created = new Set();
+}
+
+async function enqueueCheck(ctx) {
+  const stats = await ctx.rpc("queue", "q:0", "stats", []);
+  const want = ctx.state.pendingBefore + ctx.state.enqueued;
+  expect(stats.pending === want && stats.deadLetters === 0, `queue stats: want ${want} pending (${ctx.state.enqueued} delayed messages enqueued)`, stats);
+  return `${stats.pending} pending`;
+}
 
 /** GET over the chosen transport (the same one the RPCs use). */
 function makeGet(url, agent) {
