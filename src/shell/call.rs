@@ -41,7 +41,7 @@ pub async fn call_env(
 ) -> Result<Value, RpcError> {
     let body = Value::Array(args).to_json()?;
     let (status, bytes) = hop_raw(env, env_name, missing, name, method, body.as_bytes()).await?;
-    let text = String::from_utf8_lossy(&bytes).into_owned();
+    let text = String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
     let value = Value::parse(&text).map_err(|e| RpcError::error(format!("bad answer from {env_name}/{name}.{method}: {}", e.0)))?;
     if status == 200 {
         return Ok(value);
