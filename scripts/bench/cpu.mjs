@@ -283,6 +283,22 @@ async function measure(ctx, name, { opsOverride, concurrency }) {
   };
 }
 
+/** The context the workloads run in, against a started worker (requests counted). */
+export function workloadContext(worker, proc, agent) {
+  const rpc = makeRpc({ url: worker.url, secret: worker.secret, agent });
+  const ctx = { proc, tag: Date.now().toString(36), seq: 0, requests: 0, state: {} };
+  const counted = (...a) => (ctx.requests++, rpc(...a));
+  counted.raw = (...a) => (ctx.requests++, rpc.raw(...a));
+  const get = makeGet(worker.url, agent);
+  ctx.rpc = counted;
+  ctx.get = (path) => (ctx.requests++, get(path));
+  ctx.client = worldClient(counted);
+  return ctx;
+}
+
+/** Run `perLane` operations of `workload` on each of `lanes` lanes (see `drive`). */
+export const driveWorkload = (ctx, workload, lanes, perLane, phase) => drive(ctx, workload, lanes, perLane, phase);
+
 /** One run: a fresh worker, health, the workloads, health again. */
 async function oneRun(build, names, opts) {
   const before = workerdPids();
@@ -290,14 +306,7 @@ async function oneRun(build, names, opts) {
   const agent = opts.transport === "http" ? keepAliveAgent() : undefined;
   try {
     const proc = findWorkerd(before);
-    const rpc = makeRpc({ url: worker.url, secret: worker.secret, agent });
-    const ctx = { proc, tag: Date.now().toString(36), seq: 0, requests: 0, state: {} };
-    const counted = (...a) => (ctx.requests++, rpc(...a));
-    counted.raw = (...a) => (ctx.requests++, rpc.raw(...a));
-    const get = makeGet(worker.url, agent);
-    ctx.rpc = counted;
-    ctx.get = (path) => (ctx.requests++, get(path));
-    ctx.client = worldClient(counted);
+    const ctx = workloadContext(worker, proc, agent);
     // One warm-up pass over every workload first (the wasm and V8's JIT tier up in
     // background threads whose CPU would otherwise land on the first workloads), then the
     // runtime's idle CPU, so that background work still going on would show.

@@ -48,7 +48,8 @@ pub fn expired_read(tombstone: Map) -> Value {
 
 /// `getLifecycleStatus()` (spec-0.4 `run-do.md` §4): `"expired"` when the fence above
 /// holds, `"missing"` without a run, `"terminal"` for a terminal run, else `"active"`.
-/// Internal: the hook shards, the facade and the queue ask it; not on `/v1/rpc`.
+/// The hook shards and the facade ask it; the queue asks [`super::lease::grant`], which
+/// answers the same status. Whitelisted on `/v1/rpc/runs` (0.4), though no client calls it.
 pub fn lifecycle_status(store: &mut dyn Store, now: i64) -> Result<Value, RpcError> {
     if retention_state(store, now)?.tombstone.is_some() {
         return Ok(Value::str("expired"));

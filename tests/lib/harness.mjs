@@ -14,6 +14,7 @@
 //   verbose           let Miniflare/workerd log (default: false; also MINIFLARE_VERBOSE=1)
 //   unsafeTriggerHandlers  serve Miniflare's /cdn-cgi/handler/scheduled trigger (default false)
 //   transport         "fetch" (default) or "http" (node:http keep-alive; used by benchmarks)
+//   inspectorPort     serve workerd's V8 inspector on this port (profiling)
 
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
@@ -60,6 +61,7 @@ export async function startWorker(options = {}) {
     verbose = process.env.MINIFLARE_VERBOSE === "1",
     transport = "fetch",
     unsafeTriggerHandlers = false,
+    inspectorPort,
   } = options;
   if (!existsSync(scriptPath)) {
     throw new Error(`${scriptPath} is missing: run \`npm run build\` first`);
@@ -89,6 +91,8 @@ export async function startWorker(options = {}) {
   // `GET /cdn-cgi/handler/scheduled?cron=…` runs the scheduled handler (golden-0.4 §2.4).
   if (unsafeTriggerHandlers) mfOptions.unsafeTriggerHandlers = true;
   if (persistDir) mfOptions.durableObjectsPersist = persistDir;
+  // V8 inspector of the workerd isolate (scripts/profile.mjs).
+  if (inspectorPort !== undefined) mfOptions.inspectorPort = inspectorPort;
   const mf = new Miniflare(mfOptions);
   let url;
   try {

@@ -1,0 +1,117 @@
+#!/usr/bin/env node
+// A V8 CPU profile of the worker's isolate while one `bench:cpu` workload runs: where a
+// call's time goes (docs/performance.md). Starts the build in Miniflare with workerd's
+// inspector, samples every 100 µs during the measured part, and prints the functions with
+// the most self time (and, with --out, writes a .cpuprofile for Chrome DevTools).
+//
+//   node scripts/profile.mjs <workload> [--ops N] [--build path] [--top N] [--out file.cpuprofile]
+//
+// For readable wasm frames build with `node scripts/build.mjs --profiling` first.
+
+import { writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { join, resolve } from "node:path";
+import WebSocket from "ws";
+import { SCRIPT_PATH, startWorker } from "../tests/lib/harness.mjs";
+import { CPU_WORKLOADS, driveWorkload, workloadContext } from "./bench/cpu.mjs";
+
+const args = process.argv.slice(2);
+const opt = (name, dflt) => {
+  const i = args.indexOf(name);
+  return i >= 0 ? args.splice(i, 2)[1] : dflt;
+};
+const ops = Number(opt("--ops", "2000"));
+const top = Number(opt("--top", "40"));
+const out = opt("--out", null);
+let script = resolve(opt("--build", SCRIPT_PATH));
+if (!script.endsWith(".js")) script = join(script, "index.js");
+const name = args[0];
+if (!CPU_WORKLOADS[name]) {
+  console.error(`usage: node scripts/profile.mjs <${Object.keys(CPU_WORKLOADS).join("|")}> [--ops N] [--build path] [--top N] [--out file]`);
+  process.exit(2);
+}
+
+const freePort = () =>
+  new Promise((res) => {
+    const s = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => res(port));
+    });
+  });
+
+/** A minimal Chrome DevTools Protocol session. */
+function cdp(url) {
+  const ws = new WebSocket(url);
+  let id = 0;
+  const pending = new Map();
+  ws.on("message", (data) => {
+    const msg = JSON.parse(data);
+    if (msg.id && pending.has(msg.id)) {
+      const { res, rej } = pending.get(msg.id);
+      pending.delete(msg.id);
+      if (msg.error) rej(new Error(JSON.stringify(msg.error)));
+      else res(msg.result);
+    }
+  });
+  const ready = new Promise((res, rej) => {
+    ws.once("open", res);
+    ws.once("error", rej);
+  });
+  return {
+    ready,
+    send: (method, params = {}) =>
+      new Promise((res, rej) => {
+        const msgId = ++id;
+        pending.set(msgId, { res, rej });
+        ws.send(JSON.stringify({ id: msgId, method, params }));
+      }),
+    close: () => ws.close(),
+  };
+}
+
+const inspectorPort = await freePort();
+const worker = await startWorker({ vars: { WORLD_SECRET: "bench-secret" }, scriptPath: script, inspectorPort });
+try {
+  const targets = await (await fetch(`http://127.0.0.1:${inspectorPort}/json`)).json();
+  const target = targets.find((t) => t.id?.includes("core:user")) ?? targets[0];
+  const session = cdp(target.webSocketDebuggerUrl);
+  await session.ready;
+  const ctx = workloadContext(worker, null, undefined);
+  const w = CPU_WORKLOADS[name];
+  ctx.state = {};
+  if (w.setup) await w.setup(ctx);
+  await driveWorkload(ctx, w, 8, Math.max(1, Math.round((w.warm ?? 400) / 8)), "warm");
+  await session.send("Profiler.enable");
+  await session.send("Profiler.setSamplingInterval", { interval: 100 });
+  await session.send("Profiler.start");
+  const t0 = performance.now();
+  await driveWorkload(ctx, w, 8, Math.max(1, Math.round(ops / 8)), "run");
+  const wall = performance.now() - t0;
+  const { profile } = await session.send("Profiler.stop");
+  session.close();
+  if (out) writeFileSync(out, JSON.stringify(profile));
+
+  // Self time per function (samples × interval), and the share of non-idle samples.
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const counts = new Map();
+  for (const s of profile.samples) counts.set(s, (counts.get(s) ?? 0) + 1);
+  const self = new Map();
+  let busy = 0;
+  for (const [nodeId, n] of counts) {
+    const f = byId.get(nodeId).callFrame;
+    const label = `${f.functionName || "(anonymous)"} ${f.url ? f.url.split("/").pop() : ""}${f.lineNumber >= 0 && f.url ? `:${f.lineNumber + 1}` : ""}`.trim();
+    if (label === "(idle)" || label === "(program)" || label === "(garbage collector)") {
+      if (label !== "(idle)") busy += n;
+      self.set(label, (self.get(label) ?? 0) + n);
+      continue;
+    }
+    busy += n;
+    self.set(label, (self.get(label) ?? 0) + n);
+  }
+  const total = profile.samples.length;
+  console.log(`# ${name}: ${ops} ops in ${(wall / 1000).toFixed(1)} s; ${total} samples, ${busy} not idle`);
+  const rows = [...self.entries()].filter(([l]) => l !== "(idle)").sort((a, b) => b[1] - a[1]).slice(0, top);
+  for (const [label, n] of rows) console.log(`${((100 * n) / busy).toFixed(1).padStart(5)} %  ${label}`);
+} finally {
+  await worker.dispose();
+}
