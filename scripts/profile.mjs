@@ -5,21 +5,28 @@
 // the most self time (and, with --out, writes a .cpuprofile for Chrome DevTools).
 //
 //   node scripts/profile.mjs <workload> [--ops N] [--build path] [--top N] [--out file.cpuprofile]
+//   node scripts/profile.mjs <workload> --perf [--out perf.data]
 //
 // For readable wasm frames build with `node scripts/build.mjs --profiling` first.
+// `--perf` records the whole workerd process with Linux `perf` instead (needs `perf` on
+// PATH): the split between our code (`[JIT]`), workerd itself and the kernel.
 
+import { execFileSync, spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join, resolve } from "node:path";
 import WebSocket from "ws";
 import { SCRIPT_PATH, startWorker } from "../tests/lib/harness.mjs";
 import { CPU_WORKLOADS, driveWorkload, workloadContext } from "./bench/cpu.mjs";
+import { findWorkerd, workerdPids } from "./bench/proc.mjs";
 
 const args = process.argv.slice(2);
 const opt = (name, dflt) => {
   const i = args.indexOf(name);
   return i >= 0 ? args.splice(i, 2)[1] : dflt;
 };
+const perf = args.includes("--perf");
+if (perf) args.splice(args.indexOf("--perf"), 1);
 const ops = Number(opt("--ops", "2000"));
 const top = Number(opt("--top", "40"));
 const out = opt("--out", null);
@@ -67,6 +74,36 @@ function cdp(url) {
       }),
     close: () => ws.close(),
   };
+}
+
+if (perf) {
+  await perfRecord();
+  process.exit(0);
+}
+
+/** `perf record` of the workerd process while the workload runs, then the split by code. */
+async function perfRecord() {
+  const data = out ?? "perf.data";
+  const before = workerdPids();
+  const worker = await startWorker({ vars: { WORLD_SECRET: "bench-secret" }, scriptPath: script });
+  try {
+    const proc = findWorkerd(before);
+    const ctx = workloadContext(worker, proc, undefined);
+    const w = CPU_WORKLOADS[name];
+    ctx.state = {};
+    if (w.setup) await w.setup(ctx);
+    await driveWorkload(ctx, w, 8, Math.max(1, Math.round((w.warm ?? 400) / 8)), "warm");
+    const rec = spawn("perf", ["record", "-q", "-F", "2000", "-g", "-p", String(proc.pid), "-o", data], { stdio: "inherit" });
+    await new Promise((r) => setTimeout(r, 500));
+    await driveWorkload(ctx, w, 8, Math.max(1, Math.round(ops / 8)), "run");
+    rec.kill("SIGINT");
+    await new Promise((r) => rec.on("exit", r));
+  } finally {
+    await worker.dispose();
+  }
+  const report = execFileSync("perf", ["report", "-i", data, "--no-children", "--sort", "dso", "-g", "none"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
+  console.log(`# ${name}: workerd CPU by code (${data}; \`perf report -i ${data}\` for more)`);
+  for (const line of report.split("\n").filter((l) => /^\s+\d/.test(l)).slice(0, 8)) console.log(line);
 }
 
 const inspectorPort = await freePort();
