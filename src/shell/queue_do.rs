@@ -44,7 +44,9 @@ use crate::hop::{Args, Ctx};
 use crate::queue::delivery::{
     build_request, claim_at_most, classify, drop_expired, needs_body, settle, Action, Body, Claimed, OutboundRequest, Outcome,
 };
-use crate::queue::driver::{self, LifecycleCache, QueueHost, HELD_METHOD, LEASE_METHOD, LIFECYCLE_METHOD, MISSING_RUNS_BINDING, REVOKE_METHOD};
+use crate::queue::driver::{
+    self, LifecycleCache, QueueHost, HELD_METHOD, LEASE_METHOD, LIFECYCLE_METHOD, MISSING_RUNS_BINDING, REVOKE_METHOD,
+};
 use crate::queue::state::{INFLIGHT_PREFIX, LEGACY_INFLIGHT_PREFIX};
 use crate::queue::{self, Lifecycle};
 use crate::store::alarm::{Alarm, AlarmChange};
