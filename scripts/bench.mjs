@@ -54,6 +54,7 @@ function parseArgs(argv) {
     if (a === "--http") opts.transport = "http";
     else if (a === "--fetch") opts.transport = "fetch";
     else if (a === "--verbose" || a === "-v") opts.verbose = true;
+    else if (a === "--interleave") opts.interleave = true;
     else if (a === "--runs") opts.runs = int(value(i++, a), a);
     else if (a === "--ops") opts.opsOverride = int(value(i++, a), a);
     else if (a === "--concurrency") opts.concurrency = int(value(i++, a), a);
@@ -74,7 +75,7 @@ function usage(msg) {
   console.error(
     [
       "usage: node scripts/bench.mjs [events|streams|queue …] [--http]",
-      "       node scripts/bench.mjs cpu [getRun|putOwned|writeChunk|enqueue|getChunks|event …] [--http] [--runs N] [--json out.json] [--ops N] [--concurrency N] [--build path …] [-v]",
+      "       node scripts/bench.mjs cpu [getRun|putOwned|writeChunk|enqueue|getChunks|event …] [--http] [--runs N] [--json out.json] [--ops N] [--concurrency N] [--build path …] [--interleave] [-v]",
       "       node scripts/bench.mjs --compare a.json b.json",
     ].join("\n"),
   );

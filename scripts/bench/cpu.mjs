@@ -13,7 +13,9 @@
 // workerd's utime+stime is sampled before and after the measured part and divided by the
 // operations. "× health" divides by the mean of the two health figures of the same run.
 // With --runs N each figure is the median of the N runs (ratios: median of the per-run
-// ratios). With several --build paths the builds alternate A B B A … per run.
+// ratios). With several --build paths the builds alternate A B B A … per run; with
+// --interleave every build's worker runs at once and each workload alternates between
+// the builds in slices, so the machine's drift over minutes hits every build alike.
 
 import { createHash } from "node:crypto";
 import { execFileSync } from "node:child_process";
@@ -406,6 +408,115 @@ export function formatCompare(a, b, la = "A", lb = "B") {
   return [`${la} → ${lb}`, table(["workload", "CPU ms/op", "× health", "B/A (× health)", "ops/s", "p99 ms"], rows)].join("\n");
 }
 
+/**
+ * `--interleave`: every build's worker runs at once, and each workload is measured in
+ * `SLICES` slices per build, alternating builds slice by slice (A B B A …), so drift of
+ * the machine over minutes lands on every build alike. Returns one run per build, shaped
+ * like `oneRun`'s.
+ */
+const SLICES = 4;
+async function interleavedRun(builds, names, opts) {
+  const started = [];
+  try {
+    for (const b of builds) {
+      const before = workerdPids();
+      const worker = await startWorker({ vars: { WORLD_SECRET: "bench-secret" }, scriptPath: b.script, transport: "fetch" });
+      const agent = opts.transport === "http" ? keepAliveAgent() : undefined;
+      started.push({ b, worker, agent, ctx: workloadContext(worker, findWorkerd(before), agent) });
+    }
+    for (const s of started) {
+      for (const name of ["health", ...names]) {
+        s.ctx.state = {};
+        const w = CPU_WORKLOADS[name];
+        if (w.setup) await w.setup(s.ctx);
+        await drive(s.ctx, w, opts.concurrency, Math.max(1, Math.round((w.warm ?? 200) / opts.concurrency)), "prewarm");
+      }
+    }
+    await sleep(300);
+    const idle = started.map((s) => sampleCpu(s.ctx.proc));
+    await sleep(1000);
+    const idleDelta = started.map((s, i) => cpuDelta(idle[i], sampleCpu(s.ctx.proc)));
+    const results = started.map(() => ({}));
+    const order = ["health", ...names.filter((n) => n !== "health"), "health"];
+    for (let i = 0; i < order.length; i++) {
+      const key = i === order.length - 1 ? "health (again)" : order[i];
+      const w = CPU_WORKLOADS[order[i]];
+      const ops = opts.opsOverride ?? w.ops;
+      const perLane = Math.max(1, Math.round(ops / opts.concurrency));
+      const warmPerLane = Math.max(1, Math.round((w.warm ?? Math.max(200, ops / 10)) / opts.concurrency));
+      const acc = [];
+      for (const s of started) {
+        const ctx = s.ctx;
+        ctx.state = {};
+        if (w.setup) await w.setup(ctx);
+        await drive(ctx, w, opts.concurrency, warmPerLane, "warm");
+        ctx.state.perLane = perLane;
+        acc.push({ lanes: Array.from({ length: opts.concurrency }, (_, lane) => w.lane(ctx, lane, "run")), latencies: [], ms: 0, threadMs: 0, wallMs: 0, ticks: 0, requests: 0, done: 0 });
+      }
+      await sleep(100);
+      for (let slice = 0; slice < SLICES; slice++) {
+        const idx = started.map((_, j) => j);
+        if (slice % 2) idx.reverse();
+        const count = Math.floor((perLane * (slice + 1)) / SLICES) - Math.floor((perLane * slice) / SLICES);
+        for (const j of idx) {
+          const { ctx } = started[j];
+          const a = acc[j];
+          ctx.requests = 0;
+          const c0 = sampleCpu(ctx.proc);
+          await Promise.all(
+            a.lanes.map(async (op) => {
+              for (let k = a.done; k < a.done + count; k++) {
+                const t0 = performance.now();
+                await op(k);
+                a.latencies.push(performance.now() - t0);
+              }
+            }),
+          );
+          const d = cpuDelta(c0, sampleCpu(ctx.proc));
+          a.ms += d.ms;
+          a.threadMs += d.threadMs;
+          a.wallMs += d.wallMs;
+          a.ticks += d.ticks;
+          a.requests += ctx.requests;
+          a.done += count;
+          await sleep(50);
+        }
+      }
+      for (let j = 0; j < started.length; j++) {
+        const a = acc[j];
+        const n = a.latencies.length;
+        const note = w.check ? await w.check(started[j].ctx) : "";
+        a.latencies.sort((x, y) => x - y);
+        results[j][key] = {
+          ops: n,
+          requestsPerOp: a.requests / n,
+          cpuMsPerOp: a.ms / n,
+          cpuTicks: a.ticks,
+          threadCpuMsPerOp: a.threadMs / n,
+          opsPerS: n / (a.wallMs / 1000),
+          p50: percentile(a.latencies, 50),
+          p95: percentile(a.latencies, 95),
+          p99: percentile(a.latencies, 99),
+          wallS: a.wallMs / 1000,
+          note,
+        };
+      }
+    }
+    return started.map((s, j) => {
+      const r = results[j];
+      const health = (r.health.cpuMsPerOp + r["health (again)"].cpuMsPerOp) / 2;
+      for (const x of Object.values(r)) x.xHealth = x.cpuMsPerOp / health;
+      const idleMs = idleDelta[j];
+      return { workerd: { pid: s.ctx.proc.pid, ppid: s.ctx.proc.ppid }, idleCpuMsPerS: idleMs.ms / (idleMs.wallMs / 1000), healthMs: health, loadavg: os.loadavg(), workloads: r };
+    });
+  } finally {
+    for (const s of started) {
+      s.agent?.destroy();
+      await s.worker.dispose();
+    }
+  }
+}
+
 export async function cpuMode(names, opts) {
   for (const n of names) if (!(n in CPU_WORKLOADS)) throw new Error(`unknown cpu workload ${n} (have: ${Object.keys(CPU_WORKLOADS).join(", ")})`);
   names = [...new Set(names)].filter((n) => n !== "health");
@@ -414,10 +525,12 @@ export async function cpuMode(names, opts) {
   const transportName = opts.transport === "http" ? "node:http keep-alive" : "fetch (undici)";
   console.log(`# cpu: transport ${transportName}, concurrency ${opts.concurrency}, ${opts.runs} run(s), CLK_TCK ${CLK_TCK}, ${os.cpus().length} CPUs, load ${os.loadavg().map((x) => x.toFixed(2)).join(" ")}`);
   for (const b of builds) console.log(`# build ${b.label}: ${b.script} (commit ${b.commit ?? "?"}, sha256 ${b.buildSha256}, built ${b.builtAt})`);
+  if (opts.interleave) console.log(`# interleaved: every build's worker at once, each workload in ${SLICES} slices per build, builds alternating slice by slice`);
   for (let r = 0; r < opts.runs; r++) {
     const order = r % 2 === 0 ? builds : [...builds].reverse();
-    for (const b of order) {
-      const run = await oneRun(b, names, opts);
+    const together = opts.interleave ? await interleavedRun(order, names, opts) : null;
+    for (const [i, b] of order.entries()) {
+      const run = together ? together[i] : await oneRun(b, names, opts);
       b.runs.push(run);
       console.log(`# run ${r + 1}/${opts.runs} build ${b.label}: workerd pid ${run.workerd.pid}, idle ${f(run.idleCpuMsPerS, 1)} ms CPU/s, health ${f(run.healthMs, 3)} ms/op (${f(run.workloads.health.cpuMsPerOp, 3)} then ${f(run.workloads["health (again)"].cpuMsPerOp, 3)}), load ${run.loadavg[0].toFixed(2)}`);
       const checks = Object.entries(run.workloads).filter(([, m]) => m.note).map(([k, m]) => `${k} ${m.note}`);
