@@ -27,6 +27,7 @@ import { SCRIPT_PATH, startWorker } from "../../tests/lib/harness.mjs";
 import { keepAliveAgent, makeRpc } from "../../tests/lib/rpc.mjs";
 import { enqueueRequest } from "../../tests/lib/queue-target.mjs";
 import { ms13, worldClient } from "../../tests/lib/world-client.mjs";
+import { worldClient040 } from "../../tests/lib/world-client-040.mjs";
 import { CLK_TCK, cpuDelta, findWorkerd, sampleCpu, workerdPids } from "./proc.mjs";
 import { percentile } from "./stats.mjs";
 
@@ -178,6 +179,20 @@ export const CPU_WORKLOADS = {
       return `${verified} events read back`;
     },
   },
+  event040: {
+    about: "0.4 client event: world-client-040 createEvent (applyEvent, plus runs/commit when the outcome carries the run); 8 runs in parallel, as event",
+    ops: 2400,
+    warm: 80,
+    lane: (ctx, lane, phase) => {
+      const runId = `wrun_bench_e4_${ctx.tag}_${phase}_${lane}`;
+      return async (k) => {
+        const out = await ctx.client040.createEvent(runId, laneEvent(k));
+        // This client sends its own requests: count them here.
+        ctx.requests += out?.run ? 2 : 1;
+        expect(out?.ok === true, `0.4 createEvent ${k} on ${runId}`, out);
+      };
+    },
+  },
 };
 
 /** One enqueue lane: 256 B delayed messages naming `runId` (created first when `create`). */
@@ -295,6 +310,7 @@ export function workloadContext(worker, proc, agent) {
   ctx.rpc = counted;
   ctx.get = (path) => (ctx.requests++, get(path));
   ctx.client = worldClient(counted);
+  ctx.client040 = worldClient040({ url: worker.url, secret: worker.secret });
   return ctx;
 }
 
