@@ -46,6 +46,8 @@ pub mod shard;
 pub mod store;
 pub mod stream;
 pub mod sweep;
+#[cfg(test)]
+pub(crate) mod testing;
 pub mod wire;
 
 #[cfg(target_arch = "wasm32")]

@@ -5,9 +5,6 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
-use std::future::Future;
-use std::pin::pin;
-use std::task::{Context, Poll, Waker};
 
 use super::driver::{self, ShardHost, LIFECYCLE_METHOD};
 use super::records::{release_entry_value, Owner};
@@ -16,21 +13,11 @@ use crate::hop::Args;
 use crate::lifecycle::compaction_retry;
 use crate::store::alarm::{Alarm, AlarmChange};
 use crate::store::{MemoryStore, Store};
+pub use crate::testing::block_on;
 use crate::wire::router::Binding;
 use crate::wire::{RpcError, Value};
 
 pub const T0: i64 = 1_767_323_045_000;
-
-/// Every future here completes without waiting (the fake run DO answers at once).
-pub fn block_on<F: Future>(f: F) -> F::Output {
-    let mut f = pin!(f);
-    let mut cx = Context::from_waker(Waker::noop());
-    loop {
-        if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
-            return v;
-        }
-    }
-}
 
 pub fn s(v: &str) -> Value {
     Value::str(v)

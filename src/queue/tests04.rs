@@ -5,9 +5,6 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
-use std::future::Future;
-use std::pin::pin;
-use std::task::{Context, Poll, Waker};
 
 use super::delivery::{claim, classify, drop_expired, settle, Claimed, Outcome, Settled};
 use super::driver::{self, LifecycleCache, QueueHost};
@@ -16,20 +13,11 @@ use super::*;
 use crate::config::Config;
 use crate::store::alarm::AlarmChange;
 use crate::store::{ListOptions, MemoryStore, Store, StoreResult, Stored};
+use crate::testing::block_on;
 use crate::wire::Value;
 
 const T0: i64 = 1_800_000_000_000;
 const DEADLINE: i64 = 330_000;
-
-fn block_on<F: Future>(f: F) -> F::Output {
-    let mut f = pin!(f);
-    let mut cx = Context::from_waker(Waker::noop());
-    loop {
-        if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
-            return v;
-        }
-    }
-}
 
 /// A fake run DO fleet: runId → lifecycle status (unlisted: `missing`), with a call log.
 #[derive(Default)]

@@ -2,25 +2,13 @@
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::future::Future;
-use std::pin::pin;
-use std::task::{Context, Poll, Waker};
 
 use super::*;
 use crate::config::Config;
 use crate::hop::{Args, Ctx};
 use crate::store::alarm::Alarm;
 use crate::store::MemoryStore;
-
-fn block_on<F: Future>(f: F) -> F::Output {
-    let mut f = pin!(f);
-    let mut cx = Context::from_waker(Waker::noop());
-    loop {
-        if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
-            return v;
-        }
-    }
-}
+use crate::testing::block_on;
 
 const NOW: i64 = 1_767_323_045_000;
 

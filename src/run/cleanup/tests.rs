@@ -3,9 +3,6 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
-use std::future::Future;
-use std::pin::pin;
-use std::task::{Context, Poll, Waker};
 
 use super::driver::{cleanup_now, enforce_retention, run_page, CleanupHost};
 use super::CleanupArgs;
@@ -15,22 +12,12 @@ use crate::hook_shard::Family;
 use crate::hop::{Args, Ctx};
 use crate::store::alarm::{Alarm, AlarmChange};
 use crate::store::{MemoryStore, Store};
+use crate::testing::block_on;
 use crate::wire::router::Binding;
 use crate::wire::{RpcError, Value};
 
 const T0: i64 = 1_767_323_045_000;
 const RUN: &str = "wrun_R";
-
-/// Every future here completes without waiting (the fake peers answer at once).
-fn block_on<F: Future>(f: F) -> F::Output {
-    let mut f = pin!(f);
-    let mut cx = Context::from_waker(Waker::noop());
-    loop {
-        if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
-            return v;
-        }
-    }
-}
 
 fn v(text: &str) -> Value {
     Value::parse(text).unwrap_or_else(|e| panic!("bad JSON {text}: {e:?}"))
