@@ -51,7 +51,13 @@ pub fn expired_read(tombstone: Map) -> Value {
 /// The hook shards and the facade ask it; the queue asks [`super::lease::grant`], which
 /// answers the same status. Whitelisted on `/v1/rpc/runs` (0.4), though no client calls it.
 pub fn lifecycle_status(store: &mut dyn Store, now: i64) -> Result<Value, RpcError> {
-    if retention_state(store, now)?.tombstone.is_some() {
+    let state = retention_state(store, now)?;
+    lifecycle_status_of(store, &state)
+}
+
+/// [`lifecycle_status`] given the [`retention_state`] already read.
+pub fn lifecycle_status_of(store: &mut dyn Store, state: &RetentionState) -> Result<Value, RpcError> {
+    if state.tombstone.is_some() {
         return Ok(Value::str("expired"));
     }
     let Some(run) = crate::store::get_json::<Value>(store, keys::RUN)? else { return Ok(Value::str("missing")) };

@@ -22,9 +22,11 @@
 //! fence is compacted only 330 s after the run acknowledged it, longer than any lease),
 //! so nothing leaks either way.
 
-use super::fence::{lifecycle_status, retention_state};
+use serde::{Deserialize, Serialize};
+
+use super::fence::{lifecycle_status_of, retention_state, RetentionState};
 use super::keys;
-use crate::store::{get_json, put_json, ListOptions, Store, StoreResult, Stored};
+use crate::store::{put_json, ListOptions, Store, StoreResult, Stored};
 use crate::wire::{RpcError, Value};
 
 /// Storage prefix of the granted leases (`lifecycle-lease:<holder>`).
@@ -46,15 +48,35 @@ fn lease_key(holder: &str) -> String {
     format!("{LEASE_PREFIX}{holder}")
 }
 
-/// The instant from which the run counts as expired, as far as the stored state says:
+/// A stored lease (`lifecycle-lease:<holder>`). Read leniently: a member that does not
+/// parse is absent.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Lease {
+    #[serde(rename = "runId", default, deserialize_with = "lenient")]
+    run_id: Option<String>,
+    /// Epoch ms.
+    #[serde(default, deserialize_with = "lenient")]
+    until: Option<i64>,
+}
+
+fn lenient<'de, D: serde::Deserializer<'de>, T: serde::de::DeserializeOwned>(d: D) -> Result<Option<T>, D::Error> {
+    Ok(serde_json::Value::deserialize(d).ok().and_then(|v| serde_json::from_value(v).ok()))
+}
+
+impl Lease {
+    fn load(store: &mut dyn Store, key: &str) -> StoreResult<Option<Lease>> {
+        Ok(store.get(key)?.map(|text| serde_json::from_str(&text).unwrap_or_default()))
+    }
+}
+
+/// The instant from which the run counts as expired, as far as `state` says:
 /// `Some(t ≤ now)` when it already is, `Some(dueAt)` for a retained cleanup record due
 /// later, `None` when no cleanup is planned.
-fn expires_at(store: &mut dyn Store, now: i64) -> StoreResult<Option<i64>> {
-    let state = retention_state(store, now)?;
+fn expires_at(state: &RetentionState, now: i64) -> Option<i64> {
     if state.tombstone.is_some() {
-        return Ok(Some(now));
+        return Some(now);
     }
-    Ok(state.cleanup.as_ref().map(|r| r.date("dueAt").unwrap_or(now)))
+    state.cleanup.as_ref().map(|r| r.date("dueAt").unwrap_or(now))
 }
 
 /// `leaseLifecycle(holder)` → `{status, leaseUntil}` (`leaseUntil` null when no lease).
@@ -63,9 +85,10 @@ pub fn grant(store: &mut dyn Store, now: i64, run_id: &str, holder: Option<&str>
         Some(h) if !h.is_empty() && h.len() <= MAX_HOLDER_LEN => h,
         _ => return Err(RpcError::error(format!("{METHOD}: holder must be a non-empty string of at most {MAX_HOLDER_LEN} bytes"))),
     };
-    let status = lifecycle_status(store, now)?;
+    let state = retention_state(store, now)?;
+    let status = lifecycle_status_of(store, &state)?;
     let leasable = matches!(status.as_str(), Some("active" | "terminal"));
-    let until = match (leasable, expires_at(store, now)?) {
+    let until = match (leasable, expires_at(&state, now)) {
         (false, _) => None,
         (true, None) => Some(now + LEASE_MS),
         (true, Some(due)) => Some((now + LEASE_MS).min(due)),
@@ -75,15 +98,14 @@ pub fn grant(store: &mut dyn Store, now: i64, run_id: &str, holder: Option<&str>
         return Ok(Value::object([("status", status), ("leaseUntil", Value::Null)]));
     };
     let key = lease_key(holder);
-    let stored = get_json::<Value>(store, &key)?.and_then(|v| v.get("until").and_then(Value::as_f64)).map(|u| u as i64);
+    let stored = Lease::load(store, &key)?.and_then(|l| l.until);
     if stored.is_none() && store.list_keys(&ListOptions::prefix(LEASE_PREFIX).limit(MAX_LEASES))?.len() >= MAX_LEASES {
         return Ok(Value::object([("status", status), ("leaseUntil", Value::Null)]));
     }
     // The stored lease must cover every instant granted to this holder.
     let keep = stored.map_or(until, |s| s.max(until));
     if stored != Some(keep) {
-        let record = Value::object([("runId", Value::str(run_id)), ("until", Value::num(keep as f64))]);
-        put_json(store, &key, &record)?;
+        put_json(store, &key, &Lease { run_id: Some(run_id.to_string()), until: Some(keep) })?;
     }
     Ok(Value::object([("status", status), ("leaseUntil", Value::num(until as f64))]))
 }
@@ -99,17 +121,16 @@ pub struct Revocation {
 /// now expires), deleted here; stale leases are deleted too. Call at the end of a
 /// transaction that wrote the cleanup record or the tombstone.
 pub fn contradicted(store: &mut dyn Store, now: i64) -> StoreResult<Vec<Revocation>> {
-    let Some(expires) = expires_at(store, now)? else { return Ok(Vec::new()) };
+    let state = retention_state(store, now)?;
+    let Some(expires) = expires_at(&state, now) else { return Ok(Vec::new()) };
     let mut out = Vec::new();
     for (key, value) in store.list(&ListOptions::prefix(LEASE_PREFIX))? {
-        let lease = serde_json::from_str::<serde_json::Value>(&value).ok();
-        let until = lease.as_ref().and_then(|l| l.get("until")).and_then(serde_json::Value::as_f64).map(|u| u as i64);
-        let run_id = lease.as_ref().and_then(|l| l.get("runId")).and_then(serde_json::Value::as_str).map(str::to_string);
-        match until {
+        let lease: Lease = serde_json::from_str(&value).unwrap_or_default();
+        match lease.until {
             Some(u) if u <= now => {}
             Some(u) if u <= expires => continue,
             _ => {
-                if let Some(run_id) = run_id {
+                if let Some(run_id) = lease.run_id {
                     out.push(Revocation { holder: key[LEASE_PREFIX.len()..].to_string(), run_id });
                 }
             }
