@@ -17,7 +17,7 @@ import { createServer } from "node:net";
 import { join, resolve } from "node:path";
 import WebSocket from "ws";
 import { SCRIPT_PATH, startWorker } from "../tests/lib/harness.mjs";
-import { CPU_WORKLOADS, driveWorkload, workloadContext } from "./bench/cpu.mjs";
+import { CPU_WORKLOADS, drive, workloadContext } from "./bench/cpu.mjs";
 import { findWorkerd, workerdPids } from "./bench/proc.mjs";
 
 const args = process.argv.slice(2);
@@ -92,10 +92,10 @@ async function perfRecord() {
     const w = CPU_WORKLOADS[name];
     ctx.state = {};
     if (w.setup) await w.setup(ctx);
-    await driveWorkload(ctx, w, 8, Math.max(1, Math.round((w.warm ?? 400) / 8)), "warm");
+    await drive(ctx, w, 8, Math.max(1, Math.round((w.warm ?? 400) / 8)), "warm");
     const rec = spawn("perf", ["record", "-q", "-F", "2000", "-g", "-p", String(proc.pid), "-o", data], { stdio: "inherit" });
     await new Promise((r) => setTimeout(r, 500));
-    await driveWorkload(ctx, w, 8, Math.max(1, Math.round(ops / 8)), "run");
+    await drive(ctx, w, 8, Math.max(1, Math.round(ops / 8)), "run");
     rec.kill("SIGINT");
     await new Promise((r) => rec.on("exit", r));
   } finally {
@@ -117,12 +117,12 @@ try {
   const w = CPU_WORKLOADS[name];
   ctx.state = {};
   if (w.setup) await w.setup(ctx);
-  await driveWorkload(ctx, w, 8, Math.max(1, Math.round((w.warm ?? 400) / 8)), "warm");
+  await drive(ctx, w, 8, Math.max(1, Math.round((w.warm ?? 400) / 8)), "warm");
   await session.send("Profiler.enable");
   await session.send("Profiler.setSamplingInterval", { interval: 100 });
   await session.send("Profiler.start");
   const t0 = performance.now();
-  await driveWorkload(ctx, w, 8, Math.max(1, Math.round(ops / 8)), "run");
+  await drive(ctx, w, 8, Math.max(1, Math.round(ops / 8)), "run");
   const wall = performance.now() - t0;
   const { profile } = await session.send("Profiler.stop");
   session.close();

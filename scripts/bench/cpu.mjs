@@ -251,7 +251,7 @@ function makeGet(url, agent) {
 }
 
 /** Runs `perLane` operations on each of `lanes` lanes; returns per-op latencies (ms). */
-async function drive(ctx, workload, lanes, perLane, phase) {
+export async function drive(ctx, workload, lanes, perLane, phase) {
   const latencies = [];
   await Promise.all(
     Array.from({ length: lanes }, async (_, lane) => {
@@ -266,12 +266,19 @@ async function drive(ctx, workload, lanes, perLane, phase) {
   return latencies;
 }
 
+/** Operations per lane of a workload's measured part and of its warm-up. */
+function laneSizes(w, opsOverride, concurrency) {
+  const ops = opsOverride ?? w.ops;
+  return {
+    perLane: Math.max(1, Math.round(ops / concurrency)),
+    warmPerLane: Math.max(1, Math.round((w.warm ?? Math.max(200, ops / 10)) / concurrency)),
+  };
+}
+
 async function measure(ctx, name, { opsOverride, concurrency }) {
   const w = CPU_WORKLOADS[name];
   ctx.state = {};
-  const ops = opsOverride ?? w.ops;
-  const perLane = Math.max(1, Math.round(ops / concurrency));
-  const warmPerLane = Math.max(1, Math.round((w.warm ?? Math.max(200, ops / 10)) / concurrency));
+  const { perLane, warmPerLane } = laneSizes(w, opsOverride, concurrency);
   if (w.setup) await w.setup(ctx);
   await drive(ctx, w, concurrency, warmPerLane, "warm");
   await sleep(100);
@@ -282,8 +289,13 @@ async function measure(ctx, name, { opsOverride, concurrency }) {
   const b = sampleCpu(ctx.proc);
   const requests = ctx.requests;
   const d = cpuDelta(a, b);
-  const n = latencies.length;
   const note = w.check ? await w.check(ctx) : "";
+  return workloadFigures(latencies, d, requests, note);
+}
+
+/** A workload's figures from its latencies, its CPU delta (`cpuDelta`) and request count. */
+function workloadFigures(latencies, d, requests, note) {
+  const n = latencies.length;
   latencies.sort((x, y) => x - y);
   return {
     ops: n,
@@ -313,9 +325,6 @@ export function workloadContext(worker, proc, agent) {
   ctx.client040 = worldClient040({ url: worker.url, secret: worker.secret });
   return ctx;
 }
-
-/** Run `perLane` operations of `workload` on each of `lanes` lanes (see `drive`). */
-export const driveWorkload = (ctx, workload, lanes, perLane, phase) => drive(ctx, workload, lanes, perLane, phase);
 
 /** One run: a fresh worker, health, the workloads, health again. */
 async function oneRun(build, names, opts) {
@@ -457,9 +466,7 @@ async function interleavedRun(builds, names, opts) {
     for (let i = 0; i < order.length; i++) {
       const key = i === order.length - 1 ? "health (again)" : order[i];
       const w = CPU_WORKLOADS[order[i]];
-      const ops = opts.opsOverride ?? w.ops;
-      const perLane = Math.max(1, Math.round(ops / opts.concurrency));
-      const warmPerLane = Math.max(1, Math.round((w.warm ?? Math.max(200, ops / 10)) / opts.concurrency));
+      const { perLane, warmPerLane } = laneSizes(w, opts.opsOverride, opts.concurrency);
       const acc = [];
       for (const s of started) {
         const ctx = s.ctx;
@@ -467,6 +474,7 @@ async function interleavedRun(builds, names, opts) {
         if (w.setup) await w.setup(ctx);
         await drive(ctx, w, opts.concurrency, warmPerLane, "warm");
         ctx.state.perLane = perLane;
+        // `ms`, `threadMs`, `wallMs`, `ticks`: the slices' summed `cpuDelta`.
         acc.push({ lanes: Array.from({ length: opts.concurrency }, (_, lane) => w.lane(ctx, lane, "run")), latencies: [], ms: 0, threadMs: 0, wallMs: 0, ticks: 0, requests: 0, done: 0 });
       }
       await sleep(100);
@@ -500,22 +508,8 @@ async function interleavedRun(builds, names, opts) {
       }
       for (let j = 0; j < started.length; j++) {
         const a = acc[j];
-        const n = a.latencies.length;
         const note = w.check ? await w.check(started[j].ctx) : "";
-        a.latencies.sort((x, y) => x - y);
-        results[j][key] = {
-          ops: n,
-          requestsPerOp: a.requests / n,
-          cpuMsPerOp: a.ms / n,
-          cpuTicks: a.ticks,
-          threadCpuMsPerOp: a.threadMs / n,
-          opsPerS: n / (a.wallMs / 1000),
-          p50: percentile(a.latencies, 50),
-          p95: percentile(a.latencies, 95),
-          p99: percentile(a.latencies, 99),
-          wallS: a.wallMs / 1000,
-          note,
-        };
+        results[j][key] = workloadFigures(a.latencies, a, a.requests, note);
       }
     }
     return started.map((s, j) => {
