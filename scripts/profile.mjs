@@ -81,6 +81,16 @@ if (perf) {
   process.exit(0);
 }
 
+/** The workload's context on `worker`, set up and warmed up (not measured). */
+async function warmedUp(worker, proc) {
+  const ctx = workloadContext(worker, proc, undefined);
+  const w = CPU_WORKLOADS[name];
+  ctx.state = {};
+  if (w.setup) await w.setup(ctx);
+  await drive(ctx, w, 8, Math.max(1, Math.round((w.warm ?? 400) / 8)), "warm");
+  return { ctx, w };
+}
+
 /** `perf record` of the workerd process while the workload runs, then the split by code. */
 async function perfRecord() {
   const data = out ?? "perf.data";
@@ -88,11 +98,7 @@ async function perfRecord() {
   const worker = await startWorker({ vars: { WORLD_SECRET: "bench-secret" }, scriptPath: script });
   try {
     const proc = findWorkerd(before);
-    const ctx = workloadContext(worker, proc, undefined);
-    const w = CPU_WORKLOADS[name];
-    ctx.state = {};
-    if (w.setup) await w.setup(ctx);
-    await drive(ctx, w, 8, Math.max(1, Math.round((w.warm ?? 400) / 8)), "warm");
+    const { ctx, w } = await warmedUp(worker, proc);
     const rec = spawn("perf", ["record", "-q", "-F", "2000", "-g", "-p", String(proc.pid), "-o", data], { stdio: "inherit" });
     await new Promise((r) => setTimeout(r, 500));
     await drive(ctx, w, 8, Math.max(1, Math.round(ops / 8)), "run");
@@ -113,11 +119,7 @@ try {
   const target = targets.find((t) => t.id?.includes("core:user")) ?? targets[0];
   const session = cdp(target.webSocketDebuggerUrl);
   await session.ready;
-  const ctx = workloadContext(worker, null, undefined);
-  const w = CPU_WORKLOADS[name];
-  ctx.state = {};
-  if (w.setup) await w.setup(ctx);
-  await drive(ctx, w, 8, Math.max(1, Math.round((w.warm ?? 400) / 8)), "warm");
+  const { ctx, w } = await warmedUp(worker, null);
   await session.send("Profiler.enable");
   await session.send("Profiler.setSamplingInterval", { interval: 100 });
   await session.send("Profiler.start");
