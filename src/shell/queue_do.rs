@@ -147,7 +147,7 @@ pub struct QueueObject {
     env: Env,
     /// Runs seen expired and the lifecycle leases held (the authoritative checks skip
     /// their hop).
-    expired: LifecycleCache,
+    lifecycle: LifecycleCache,
     /// This instance's name, learnt from its first RPC: the holder name of its leases.
     name: RefCell<Option<String>>,
     /// The deploy-time variables, read once per instance.
@@ -263,7 +263,7 @@ impl QueueObject {
                 Some(l) => l,
                 None => {
                     let runs = driver::runs_to_check(store, &self.config, method, Args(args))?;
-                    let (cached, unknown) = driver::from_cache(&self.expired, runs, ctx.now);
+                    let (cached, unknown) = driver::from_cache(&self.lifecycle, runs, ctx.now);
                     if !unknown.is_empty() {
                         return Ok(None);
                     }
@@ -299,7 +299,7 @@ impl QueueObject {
             Err(refusal) => return refusal,
         };
         let result = match args.first().and_then(Value::as_str) {
-            Some(run_id) => Ok(Value::object([("revoked", Value::Bool(self.expired.revoke(run_id)))])),
+            Some(run_id) => Ok(Value::object([("revoked", Value::Bool(self.lifecycle.revoke(run_id)))])),
             None => Err(RpcError::error(format!("{REVOKE_METHOD}: runId must be a string"))),
         };
         result_reply(result, f64::NAN)
@@ -337,13 +337,13 @@ impl QueueObject {
     async fn ask_lifecycle(&self, method: &str, args: &[Value]) -> std::result::Result<Lifecycle, RpcError> {
         // Reads only: no transaction needed.
         let runs = in_caller_transaction(&self.storage, true, |s| driver::runs_to_check(s, &self.config, method, Args(args)))?;
-        driver::ask(self, &self.expired, &runs).await
+        driver::ask(self, &self.lifecycle, &runs).await
     }
 
     /// The run check before a delivery / retry / rescheduling of `row` (a failed call
     /// counts as "not expired", logged).
     async fn check_row(&self, row: &queue::Row) -> Lifecycle {
-        driver::check_row(self, &self.expired, row).await.unwrap_or_else(|e| {
+        driver::check_row(self, &self.lifecycle, row).await.unwrap_or_else(|e| {
             log_error("lifecycle check", &e);
             Lifecycle::unknown()
         })
@@ -548,7 +548,7 @@ impl QueueObject {
         QueueObject {
             storage: State::from(state).storage(),
             env: env.clone(),
-            expired: LifecycleCache::default(),
+            lifecycle: LifecycleCache::default(),
             name: RefCell::new(None),
             config: Rc::new(config(&env)),
             live: Rc::new(RefCell::new(HashMap::new())),
@@ -576,7 +576,7 @@ impl QueueObject {
             return self.revoke_lease(body);
         }
         if method == HELD_METHOD {
-            let held = self.expired.held(now_ms()).into_iter().map(Value::String).collect();
+            let held = self.lifecycle.held(now_ms()).into_iter().map(Value::String).collect();
             return result_reply(Ok(Value::object([("runs", Value::Array(held))])), f64::NAN);
         }
         self.learn_name(name);
