@@ -69,7 +69,7 @@ impl ShardHost for Host<'_> {
         let mut objects = self.world.objects.borrow_mut();
         let object = objects.entry((self.family.class(), self.name.clone())).or_default();
         let mut alarm = Alarm::new(object.alarm);
-        let out = object.store.transaction(|store| f(store, now, &mut alarm));
+        let out = object.store.in_transaction(|store| f(store, now, &mut alarm));
         if out.is_ok() {
             apply(&mut object.alarm, alarm.change());
         }

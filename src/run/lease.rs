@@ -185,6 +185,9 @@ impl Store for Watch<'_> {
     fn list_values(&mut self, options: &ListOptions) -> StoreResult<Vec<(String, Stored)>> {
         self.inner.list_values(options)
     }
+    fn contains(&mut self, key: &str) -> StoreResult<bool> {
+        self.inner.contains(key)
+    }
 }
 
 /// Is `key` a lease (bookkeeping the payload phase deletes without counting)?

@@ -178,6 +178,8 @@ export default {
 // --- Durable Object classes -----------------------------------------------------------
 /** Thrown inside `transactionSync` to roll back a call that did not succeed. */
 const ROLLBACK = Symbol("rollback");
+const utf8 = new TextEncoder();
+const utf8Decoder = new TextDecoder();
 
 
 /** Shared by the four classes: the Rust object of this instance (re-created after a reset). */
@@ -204,20 +206,7 @@ class RustObject extends DurableObject {
       const object = this.rust();
       const current = this.currentAlarm(method);
       const alarm = typeof current === "number" ? current : await current;
-      let reply;
-      if (this.constructor.readOnly.has(method)) {
-        reply = object.rpcCall(method, name, body, alarm);
-      } else {
-        // One transaction around the call; anything but a success rolls it back.
-        try {
-          this.ctx.storage.transactionSync(() => {
-            reply = object.rpcCall(method, name, body, alarm);
-            if (reply[0] !== 200) throw ROLLBACK;
-          });
-        } catch (e) {
-          if (e !== ROLLBACK) throw e;
-        }
-      }
+      let reply = this.syncCall((direct) => object.rpcCall(method, name, body, direct, alarm));
       if (reply[0] === 0) reply = await object.rpcAsync(method, name, body);
       const change = reply[2];
       if (change === change) await this.applyAlarm(change);
@@ -226,6 +215,34 @@ class RustObject extends DurableObject {
       noteCritical(e);
       throw e;
     }
+  }
+
+  /**
+   * One synchronous Rust call, `call(direct)`, on this object's storage. Rust holds a
+   * writing call's writes back and writes them only once it has succeeded, so no
+   * transaction is opened here: the platform commits them all together (src/shell/kv.rs,
+   * `Writes`). Two statuses ask for more: 1, a write was too large to hold back (nothing
+   * was written): call again writing directly, inside a transaction that anything but a
+   * success rolls back; 2, storage failed while writing: abort this object, which discards
+   * the uncommitted writes (the call fails; the next one gets a fresh object).
+   */
+  syncCall(call) {
+    let reply = call(false);
+    if (reply[0] === 1) {
+      try {
+        this.ctx.storage.transactionSync(() => {
+          reply = call(true);
+          if (reply[0] !== 200) throw ROLLBACK;
+        });
+      } catch (e) {
+        if (e !== ROLLBACK) throw e;
+      }
+    } else if (reply[0] === 2) {
+      const message = `${this.constructor.name}: storage failed while writing a call's changes; aborting the object: ${utf8Decoder.decode(reply[1])}`;
+      console.error(message);
+      this.ctx.abort(message);
+    }
+    return reply;
   }
 
   /** The current alarm, for the classes whose calls start from it (QueueDO). */
@@ -261,9 +278,6 @@ class RustObject extends DurableObject {
     }
   }
 }
-
-const utf8 = new TextEncoder();
-const utf8Decoder = new TextDecoder();
 
 export class WorkflowRunDO extends RustObject {
   static Rust = wasm.RunObject;
@@ -310,30 +324,17 @@ export class StreamDO extends RustObject {
     return reply;
   }
 
-  /** The binary write (from the stream route): `[status, bytes]`, one transaction. */
+  /** The binary write (from the stream route): `[status, bytes]`, all or nothing. */
   writeChunks(runId, body) {
     try {
-      const reply = this.transaction(() => this.rust().writeChunks(runId, body), true);
+      const object = this.rust();
+      const reply = this.syncCall((direct) => object.writeChunks(runId, body, direct));
       if (reply[0] === 200) this.waiters.wake();
       return reply;
     } catch (e) {
       noteCritical(e);
       throw e;
     }
-  }
-
-  /** `fn()` in one synchronous storage transaction; with `rollback`, a non-200 reply undoes it. */
-  transaction(fn, rollback = false) {
-    let reply;
-    try {
-      this.ctx.storage.transactionSync(() => {
-        reply = fn();
-        if (rollback && reply[0] !== 200) throw ROLLBACK;
-      });
-    } catch (e) {
-      if (e !== ROLLBACK) throw e;
-    }
-    return reply;
   }
 
   async fetch(request) {

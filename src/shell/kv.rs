@@ -1,8 +1,8 @@
 //! The [`Store`] trait over a SQLite-backed object's synchronous KV API
-//! (`ctx.storage.kv`), and [`in_transaction`], which runs one core call inside
-//! `ctx.storage.transactionSync`: every read and write of the call happens synchronously in
-//! one transaction, with no promise round trip per key, and a call that returns `Err` is
-//! rolled back. Neither API is wrapped by the `worker` crate, so they are bound here.
+//! (`ctx.storage.kv`). [`run_sync`] runs one synchronous core call on it (its writes held
+//! back until it succeeds, see [`Writes`]); [`in_transaction`], used between the awaits of
+//! the asynchronous paths, runs one inside `ctx.storage.transactionSync`, rolled back when
+//! it returns `Err`. Neither API is wrapped by the `worker` crate, so they are bound here.
 
 use std::cell::RefCell;
 
@@ -11,6 +11,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use worker::Storage;
 
+use crate::store::buffered::Buffered;
 use crate::store::read_only::ReadOnly;
 use crate::store::{ListOptions, Store, StoreResult, Stored};
 use crate::wire::RpcError;
@@ -89,6 +90,12 @@ impl Store for KvStore {
         Ok(v.as_bool().unwrap_or(false))
     }
 
+    fn contains(&mut self, key: &str) -> StoreResult<bool> {
+        // The value stays in JavaScript: no copy into wasm memory.
+        let v = self.kv.kv_get(key).map_err(|e| js_error(&e))?;
+        Ok(!(v.is_undefined() || v.is_null()))
+    }
+
     fn list_values(&mut self, o: &ListOptions) -> StoreResult<Vec<(String, Stored)>> {
         let opts = Object::new();
         let set = |k: &str, v: JsValue| Reflect::set(&opts, &JsValue::from_str(k), &v).map(|_| ());
@@ -121,22 +128,81 @@ impl Store for KvStore {
     }
 }
 
-/// Run `f` directly on the object's storage, inside the transaction the caller (the
-/// JavaScript class, `entry.mjs`) opened with `transactionSync` and rolls back when the
-/// call fails, or, when `reads_only`, with no transaction at all: a synchronous call cannot
-/// interleave with another, so a transaction would only add its cost to a call that reads
-/// (its store refuses writes, see [`ReadOnly`]).
-pub fn in_caller_transaction<T>(
-    storage: &Storage,
-    reads_only: bool,
-    f: impl FnOnce(&mut dyn Store) -> Result<T, RpcError>,
-) -> Result<T, RpcError> {
+/// How a synchronous call (`rpcCall`, the binary stream methods) reaches storage. The
+/// JavaScript class picks the mode (`entry.mjs`, `RustObject.rpc`):
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Writes {
+    /// A read-only method: no transaction, and a store that refuses writes
+    /// ([`ReadOnly`]). A synchronous call cannot interleave with another, so a transaction
+    /// would only add its cost.
+    Refused,
+    /// The default for writing methods: no transaction; the writes are held in memory
+    /// ([`Buffered`]) and written in one burst once the call has succeeded, which the
+    /// platform's implicit transaction commits all together.
+    Buffered,
+    /// The call again, inside the `transactionSync` the class opened, writing directly:
+    /// for the rare call with a write too large to buffer ([`CallOutcome::Retry`]).
+    Direct,
+}
+
+impl Writes {
+    /// The mode of `method`: [`Writes::Refused`] for one of the core's `read_only`
+    /// methods, else buffered, or direct when the class asks (`direct`).
+    pub fn of(method: &str, read_only: &[&str], direct: bool) -> Writes {
+        if read_only.contains(&method) {
+            Writes::Refused
+        } else if direct {
+            Writes::Direct
+        } else {
+            Writes::Buffered
+        }
+    }
+}
+
+/// What a synchronous call came to.
+pub enum CallOutcome<T> {
+    /// Its result; any writes are in storage (they commit with the implicit transaction).
+    Done(Result<T, RpcError>),
+    /// A write was too large to buffer: nothing was written; call again with
+    /// [`Writes::Direct`] inside a transaction.
+    Retry,
+    /// Storage failed while the succeeded call's writes were being written: some may be
+    /// in the open implicit transaction, so the class must abort the object
+    /// (`ctx.abort()` discards it).
+    Abort(RpcError),
+}
+
+impl<T> CallOutcome<T> {
+    /// The same outcome with `f` applied to a successful result.
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> CallOutcome<U> {
+        match self {
+            CallOutcome::Done(result) => CallOutcome::Done(result.map(f)),
+            CallOutcome::Retry => CallOutcome::Retry,
+            CallOutcome::Abort(e) => CallOutcome::Abort(e),
+        }
+    }
+}
+
+/// Run `f` on the object's storage in the given mode (see [`Writes`]).
+pub fn run_sync<T>(storage: &Storage, writes: Writes, f: impl FnOnce(&mut dyn Store) -> Result<T, RpcError>) -> CallOutcome<T> {
     let raw: &RawStorage = storage.as_raw().unchecked_ref();
-    let store = KvStore { kv: raw.kv() };
-    if reads_only {
-        f(&mut ReadOnly(store))
-    } else {
-        f(&mut { store })
+    let mut store = KvStore { kv: raw.kv() };
+    match writes {
+        Writes::Refused => CallOutcome::Done(f(&mut ReadOnly(store))),
+        Writes::Direct => CallOutcome::Done(f(&mut store)),
+        Writes::Buffered => {
+            let mut buffered = Buffered::new(&mut store);
+            let result = f(&mut buffered);
+            if buffered.needs_transaction() {
+                return CallOutcome::Retry;
+            }
+            if result.is_ok() {
+                if let Err(e) = buffered.flush() {
+                    return CallOutcome::Abort(e);
+                }
+            }
+            CallOutcome::Done(result)
+        }
     }
 }
 

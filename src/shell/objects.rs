@@ -32,8 +32,8 @@ impl Object {
 
 type SyncCore = fn(&mut dyn Store, &Ctx, &str, Args) -> Result<Value, RpcError>;
 
-fn serve(object: &Object, core: SyncCore, read_only: &[&str], method: &str, name: &str, body: &[u8]) -> Array {
-    serve_sync(&object.storage, read_only, &object.config, method, name, body, |store, ctx, _alarm: &mut Alarm, m, args| {
+fn serve(object: &Object, core: SyncCore, read_only: &[&str], method: &str, name: &str, body: &[u8], direct: bool) -> Array {
+    serve_sync(&object.storage, read_only, &object.config, method, name, body, direct, |store, ctx, _alarm: &mut Alarm, m, args| {
         core(store, ctx, m, args)
     })
 }
@@ -63,8 +63,8 @@ impl StreamObject {
 
     /// One RPC: `[status, body, alarm]` (see `serve.rs`).
     #[wasm_bindgen(js_name = rpcCall)]
-    pub fn rpc_call(&self, method: &str, name: &str, body: &[u8]) -> Array {
-        serve(&self.0, crate::stream::call, &crate::stream::READ_ONLY, method, name, body)
+    pub fn rpc_call(&self, method: &str, name: &str, body: &[u8], direct: bool) -> Array {
+        serve(&self.0, crate::stream::call, &crate::stream::READ_ONLY, method, name, body, direct)
     }
 }
 
@@ -86,7 +86,7 @@ impl IndexObject {
 
     /// One RPC: `[status, body, alarm]` (see `serve.rs`).
     #[wasm_bindgen(js_name = rpcCall)]
-    pub fn rpc_call(&self, method: &str, name: &str, body: &[u8]) -> Array {
-        serve(&self.0, crate::index::call, &crate::index::READ_ONLY, method, name, body)
+    pub fn rpc_call(&self, method: &str, name: &str, body: &[u8], direct: bool) -> Array {
+        serve(&self.0, crate::index::call, &crate::index::READ_ONLY, method, name, body, direct)
     }
 }

@@ -37,8 +37,8 @@ use worker::{Env, State};
 use super::alarm::apply_alarm;
 use super::call::call_env;
 use super::env::config;
-use super::kv::{in_caller_transaction, in_transaction};
-use super::serve::{alarm_slot, args_or_refusal, go_async, now_ms, result_reply};
+use super::kv::{in_transaction, run_sync, CallOutcome, Writes};
+use super::serve::{alarm_slot, args_or_refusal, go_async, now_ms, outcome_reply, result_reply};
 use crate::config::Config;
 use crate::hop::{Args, Ctx};
 use crate::queue::delivery::{
@@ -241,8 +241,9 @@ impl QueueObject {
     /// work at once and corrects any alarm this call derived from a stale read (its own
     /// alarm write is issued after this call's).
     ///
-    /// `caller_transaction`: the class opened the transaction (the synchronous path), else
-    /// this call opens one.
+    /// `writes`: how the synchronous path reaches storage (the mode the class asked for,
+    /// see [`Writes`]); `None` on the asynchronous path, where this call opens a
+    /// transaction.
     ///
     /// `lifecycle`: the run DOs' answers for the runs the call must check, or `None` on the
     /// synchronous path, which then answers `Ok(None)` when a run still has to be asked
@@ -253,9 +254,9 @@ impl QueueObject {
         name: &str,
         args: &[Value],
         alarm: &mut Alarm,
-        caller_transaction: bool,
+        writes: Option<Writes>,
         lifecycle: Option<&Lifecycle>,
-    ) -> std::result::Result<Option<Value>, RpcError> {
+    ) -> CallOutcome<Option<Value>> {
         let ctx = Ctx { now: now_ms(), name, config: &self.config };
         let core = |store: &mut dyn Store| {
             let known;
@@ -273,16 +274,15 @@ impl QueueObject {
             };
             queue::call_checked(store, &ctx, alarm, method, Args(args), lifecycle).map(Some)
         };
-        let result = if caller_transaction {
-            in_caller_transaction(&self.storage, queue::READ_ONLY.contains(&method), core)
-        } else {
-            in_transaction(&self.storage, core)
+        let outcome = match writes {
+            Some(writes) => run_sync(&self.storage, writes, core),
+            None => CallOutcome::Done(in_transaction(&self.storage, core)),
         };
         let kicks = matches!(method, "enqueue" | "redriveDeadLetter" | "rearmAlarm" | "expireRun" | "acknowledgeExpireRun");
-        if self.looping.get() && matches!(result, Ok(Some(_))) && kicks {
+        if self.looping.get() && matches!(outcome, CallOutcome::Done(Ok(Some(_)))) && kicks {
             self.kick.fire();
         }
-        result
+        outcome
     }
 
     /// Remember this instance's name (the first RPC tells it).
@@ -325,10 +325,12 @@ impl QueueObject {
             Err(e) => return result_reply(Err(e), f64::NAN),
         };
         let mut alarm = Self::starting_alarm(method, current);
-        let result = match self.transact(method, name, &args, &mut alarm, false, Some(&lifecycle)) {
-            Ok(Some(v)) => self.apply_alarm(&alarm).await.map(|()| v),
-            Ok(None) => Err(RpcError::error("queue lifecycle check did not run")),
-            Err(e) => Err(e),
+        let result = match self.transact(method, name, &args, &mut alarm, None, Some(&lifecycle)) {
+            CallOutcome::Done(Ok(Some(v))) => self.apply_alarm(&alarm).await.map(|()| v),
+            CallOutcome::Done(Ok(None)) => Err(RpcError::error("queue lifecycle check did not run")),
+            CallOutcome::Done(Err(e)) => Err(e),
+            // Not produced without a mode (`in_transaction` above).
+            CallOutcome::Retry | CallOutcome::Abort(_) => Err(RpcError::error("queue call did not run in its transaction")),
         };
         result_reply(result, f64::NAN)
     }
@@ -336,7 +338,10 @@ impl QueueObject {
     /// The run DOs' answers for the runs `method` must check (a read, then the hops).
     async fn ask_lifecycle(&self, method: &str, args: &[Value]) -> std::result::Result<Lifecycle, RpcError> {
         // Reads only: no transaction needed.
-        let runs = in_caller_transaction(&self.storage, true, |s| driver::runs_to_check(s, &self.config, method, Args(args)))?;
+        let runs = match run_sync(&self.storage, Writes::Refused, |s| driver::runs_to_check(s, &self.config, method, Args(args))) {
+            CallOutcome::Done(runs) => runs?,
+            CallOutcome::Retry | CallOutcome::Abort(_) => return Err(RpcError::error("queue lifecycle read did not run")),
+        };
         driver::ask(self, &self.lifecycle, &runs).await
     }
 
@@ -571,7 +576,7 @@ impl QueueObject {
     /// (`rpcAsync` does that first). `current` is the alarm the class read before the call
     /// for the [`alarm readers`](Self::alarm_readers) (`-1` none set), else `NaN`.
     #[wasm_bindgen(js_name = rpcCall)]
-    pub fn rpc_call(&self, method: &str, name: &str, body: &[u8], current: f64) -> Array {
+    pub fn rpc_call(&self, method: &str, name: &str, body: &[u8], direct: bool, current: f64) -> Array {
         if method == REVOKE_METHOD {
             return self.revoke_lease(body);
         }
@@ -589,11 +594,13 @@ impl QueueObject {
         };
         let current = (current >= 0.0).then_some(current as i64);
         let mut alarm = Self::starting_alarm(method, current);
-        let result = match self.transact(method, name, &args, &mut alarm, true, None) {
-            Ok(Some(v)) => Ok(v),
+        let writes = Writes::of(method, &queue::READ_ONLY, direct);
+        let result = match self.transact(method, name, &args, &mut alarm, Some(writes), None) {
+            CallOutcome::Done(Ok(Some(v))) => Ok(v),
             // A run must be asked first: nothing was written; continue asynchronously.
-            Ok(None) => return go_async(),
-            Err(e) => Err(e),
+            CallOutcome::Done(Ok(None)) => return go_async(),
+            CallOutcome::Done(Err(e)) => Err(e),
+            other => return outcome_reply(other.map(|_| Value::Null), f64::NAN),
         };
         let change = alarm.change();
         if result.is_ok() {

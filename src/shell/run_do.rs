@@ -124,16 +124,17 @@ impl RunObject {
     /// alarm cannot be set (the run is fenced by time regardless, and `rearmCleanup`
     /// re-arms).
     #[wasm_bindgen(js_name = rpcCall)]
-    pub fn rpc_call(&self, method: &str, name: &str, body: &[u8]) -> Array {
+    pub fn rpc_call(&self, method: &str, name: &str, body: &[u8], direct: bool) -> Array {
         if is_async(method) {
             return go_async();
         }
         let mut revocations = Vec::new();
-        let reply = serve_sync(&self.storage, &crate::run::READ_ONLY, &self.config, method, name, body, |s, ctx, alarm, m, args| {
-            let (value, owed) = crate::run::call_watched(s, ctx, alarm, m, args)?;
-            revocations = owed;
-            Ok(value)
-        });
+        let reply =
+            serve_sync(&self.storage, &crate::run::READ_ONLY, &self.config, method, name, body, direct, |s, ctx, alarm, m, args| {
+                let (value, owed) = crate::run::call_watched(s, ctx, alarm, m, args)?;
+                revocations = owed;
+                Ok(value)
+            });
         // A committed call that contradicted leases: the class revokes them (`[holder,
         // runId]` pairs in a fourth slot) before answering.
         if !revocations.is_empty() && reply.get(0).as_f64() == Some(200.0) {

@@ -1,6 +1,6 @@
 //! The DO side of the router → DO hop (see [`crate::hop`]), shared by all four classes:
-//! decode the forwarded body once, run the core method in one storage transaction with one
-//! clock reading, and hand the JavaScript class its answer.
+//! decode the forwarded body once, run the core method with one clock reading (its writes
+//! land all together or not at all), and hand the JavaScript class its answer.
 //!
 //! The answer is a JavaScript array `[status, body, alarm]`: the HTTP status, the body as
 //! UTF-8 bytes (the router sends them as they are), and the alarm change the call asks for
@@ -9,15 +9,22 @@
 //! call `rpcAsync`" (the queue and the run's `cleanupNow`, which do I/O between
 //! transactions).
 //!
-//! The class opens the transaction around `rpcCall` (`ctx.storage.transactionSync`, rolled
-//! back by a throw when the reply is not a success), except for the core's read-only
-//! methods, which it learns once from `readOnly()`.
+//! Writes: the class calls `rpcCall` without a transaction. A writing method's writes are
+//! held back and written once it has succeeded ([`Writes::Buffered`]); the platform commits
+//! them together. Two more statuses ask the class for something:
+//! * `1`: a write was too large to hold back; nothing was written. The class calls again
+//!   with `direct` inside `ctx.storage.transactionSync`, rolled back unless the reply is a
+//!   success (the way every writing call ran before).
+//! * `2`: storage failed while the writes were being written; the class aborts the object,
+//!   which discards them (the body is the error message).
+//!
+//! Read-only methods (learnt once from `readOnly()`) run on a store that refuses writes.
 
 use js_sys::{Array, Uint8Array};
 use wasm_bindgen::JsValue;
 use worker::Storage;
 
-use super::kv::in_caller_transaction;
+use super::kv::{run_sync, CallOutcome, Writes};
 use crate::config::Config;
 use crate::hop::{answer, decode_args, Args, Ctx};
 use crate::store::alarm::{Alarm, AlarmChange};
@@ -61,8 +68,18 @@ pub fn args_or_refusal(body: &[u8]) -> Result<Vec<Value>, Array> {
     decode_args(body).map_err(|e| reply(e.status(), e.body().as_bytes(), f64::NAN))
 }
 
-/// Serve one call synchronously: decode, then `core` in the transaction the class opened
-/// (for a method in `read_only`, with none; see [`in_caller_transaction`]).
+/// The reply of a synchronous call's outcome (see the module documentation).
+pub fn outcome_reply(outcome: CallOutcome<Value>, alarm: f64) -> Array {
+    match outcome {
+        CallOutcome::Done(result) => result_reply(result, alarm),
+        CallOutcome::Retry => reply(1, &[], f64::NAN),
+        CallOutcome::Abort(e) => reply(2, format!("{}: {}", e.name, e.message).as_bytes(), f64::NAN),
+    }
+}
+
+/// Serve one call synchronously: decode, then `core` on storage in the mode the class
+/// asked for (see [`Writes`]).
+#[allow(clippy::too_many_arguments)]
 pub fn serve_sync(
     storage: &Storage,
     read_only: &[&str],
@@ -70,6 +87,7 @@ pub fn serve_sync(
     method: &str,
     name: &str,
     body: &[u8],
+    direct: bool,
     core: impl FnOnce(&mut dyn Store, &Ctx, &mut Alarm, &str, Args) -> Result<Value, RpcError>,
 ) -> Array {
     let args = match args_or_refusal(body) {
@@ -78,6 +96,7 @@ pub fn serve_sync(
     };
     let ctx = Ctx { now: now_ms(), name, config: cfg };
     let mut alarm = Alarm::unknown();
-    let result = in_caller_transaction(storage, read_only.contains(&method), |store| core(store, &ctx, &mut alarm, method, Args(&args)));
-    result_reply(result, alarm_slot(alarm.change()))
+    let writes = Writes::of(method, read_only, direct);
+    let outcome = run_sync(storage, writes, |store| core(store, &ctx, &mut alarm, method, Args(&args)));
+    outcome_reply(outcome, alarm_slot(alarm.change()))
 }

@@ -77,11 +77,11 @@ impl CatalogObject {
 
     /// One RPC: `[status, body, alarm]`, status 0 for `expireRun` (see `serve.rs`).
     #[wasm_bindgen(js_name = rpcCall)]
-    pub fn rpc_call(&self, method: &str, name: &str, body: &[u8]) -> Array {
+    pub fn rpc_call(&self, method: &str, name: &str, body: &[u8], direct: bool) -> Array {
         if crate::catalog::reads_alarm(method) {
             return go_async();
         }
-        serve_sync(&self.storage, &CATALOG_READ_ONLY, &self.config, method, name, body, crate::catalog::call)
+        serve_sync(&self.storage, &CATALOG_READ_ONLY, &self.config, method, name, body, direct, crate::catalog::call)
     }
 
     /// `expireRun`: the current alarm first, then one transaction, then the alarm change.
@@ -149,12 +149,12 @@ impl HookShard {
         crate::hook_shard::reads_alarm(method) || hook_driver::is_lifecycle_checked(self.family, method)
     }
 
-    fn rpc_call(&self, method: &str, name: &str, body: &[u8]) -> Array {
+    fn rpc_call(&self, method: &str, name: &str, body: &[u8], direct: bool) -> Array {
         if self.is_async(method) {
             return go_async();
         }
         let family = self.family;
-        serve_sync(&self.state.storage(), &[], &self.config, method, name, body, |store, ctx, alarm, m, args| {
+        serve_sync(&self.state.storage(), &[], &self.config, method, name, body, direct, |store, ctx, alarm, m, args| {
             crate::hook_shard::call(store, family, ctx.now, alarm, m, args)
         })
     }
@@ -193,8 +193,8 @@ impl HookTokenObject {
 
     /// One RPC: `[status, body, alarm]`, status 0 for the asynchronous methods.
     #[wasm_bindgen(js_name = rpcCall)]
-    pub fn rpc_call(&self, method: &str, name: &str, body: &[u8]) -> Array {
-        self.0.rpc_call(method, name, body)
+    pub fn rpc_call(&self, method: &str, name: &str, body: &[u8], direct: bool) -> Array {
+        self.0.rpc_call(method, name, body, direct)
     }
 
     /// `reserve`, `get`, `finalize`.
@@ -227,8 +227,8 @@ impl HookIdObject {
 
     /// One RPC: `[status, body, alarm]`, status 0 for the asynchronous methods.
     #[wasm_bindgen(js_name = rpcCall)]
-    pub fn rpc_call(&self, method: &str, name: &str, body: &[u8]) -> Array {
-        self.0.rpc_call(method, name, body)
+    pub fn rpc_call(&self, method: &str, name: &str, body: &[u8], direct: bool) -> Array {
+        self.0.rpc_call(method, name, body, direct)
     }
 
     /// `reserve`, `get`, `publish`.

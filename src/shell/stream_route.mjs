@@ -135,17 +135,18 @@ export function isStreamRead(request) {
 }
 
 /**
- * Serve a read hop on StreamDO `so` (its `rust()` object, `waiters`, and `transaction(fn)`,
- * which runs `fn` in one synchronous storage transaction): snapshot; if idle, wait in memory
- * (no transaction held, other calls proceed) for the next change or the timeout; snapshot
- * again.
+ * Serve a read hop on StreamDO `so` (its `rust()` object, `waiters`, and `syncCall(call)`,
+ * which runs one synchronous Rust call on its storage, see entry.mjs): snapshot; if idle,
+ * wait in memory (other calls proceed) for the next change or the timeout; snapshot again.
  */
 export async function serveStreamRead(so, request) {
   const [start, maxChunks, maxBytes, waitMs] = request.headers.get(READ_HEADER).split(",").map(Number);
   const runId = decodeURIComponent(request.headers.get(RUN_HEADER) ?? "");
   const observed = so.waiters.version;
-  const read = (timedOut, mayWait) =>
-    so.transaction(() => so.rust().readChunks(runId, start, maxChunks, maxBytes, waitMs, timedOut, mayWait));
+  const read = (timedOut, mayWait) => {
+    const object = so.rust();
+    return so.syncCall((direct) => object.readChunks(runId, start, maxChunks, maxBytes, waitMs, timedOut, mayWait, direct));
+  };
   let reply = read(false, true);
   if (reply[0] === 0) {
     let reason;

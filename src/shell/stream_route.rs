@@ -6,9 +6,9 @@ use js_sys::Array;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsValue;
 
-use super::kv::in_caller_transaction;
+use super::kv::{run_sync, CallOutcome, Writes};
 use super::objects::StreamObject;
-use super::serve::reply;
+use super::serve::{outcome_reply, reply};
 use crate::stream::chunks::read_snapshot;
 use crate::stream::protocol::{ProtocolError, ReadParams};
 use crate::stream::route::{check_frame, decide, RouteError, StreamRequest, StreamRoute};
@@ -77,18 +77,21 @@ fn refusal(e: &RpcError) -> Array {
 
 #[wasm_bindgen(js_class = StreamObject)]
 impl StreamObject {
-    /// Append a `WCSW` batch (in the transaction the class opened): `[200, ack]` or the error.
+    /// Append a `WCSW` batch: `[200, ack]` or the error (its writes held back until it
+    /// succeeds; statuses 1 and 2 as for `rpcCall`, see `serve.rs`).
     #[wasm_bindgen(js_name = writeChunks)]
-    pub fn write_chunks(&self, run_id: &str, body: &[u8]) -> Array {
-        match in_caller_transaction(self.storage(), false, |store| crate::stream::write_frame(store, run_id, body)) {
-            Ok(ack) => reply(200, &ack, f64::NAN),
-            Err(e) => refusal(&e),
+    pub fn write_chunks(&self, run_id: &str, body: &[u8], direct: bool) -> Array {
+        let writes = if direct { Writes::Direct } else { Writes::Buffered };
+        match run_sync(self.storage(), writes, |store| crate::stream::write_frame(store, run_id, body)) {
+            CallOutcome::Done(Ok(ack)) => reply(200, &ack, f64::NAN),
+            CallOutcome::Done(Err(e)) => refusal(&e),
+            other => outcome_reply(other.map(|_| crate::wire::Value::Null), f64::NAN),
         }
     }
 
-    /// One read snapshot (in the transaction the class opened: it may backfill 0.3 chunk
-    /// sizes): `[200, WCSR frame]`, the error, or `[0]` when `mayWait` and the stream is
-    /// idle (the class waits for the next change, then calls again without `mayWait`).
+    /// One read snapshot (it may backfill 0.3 chunk sizes, written as for `rpcCall`):
+    /// `[200, WCSR frame]`, the error, or `[0]` when `mayWait` and the stream is idle (the
+    /// class waits for the next change, then calls again without `mayWait`).
     #[allow(clippy::too_many_arguments)]
     #[wasm_bindgen(js_name = readChunks)]
     pub fn read_chunks(
@@ -100,19 +103,22 @@ impl StreamObject {
         wait_ms: u32,
         timed_out: bool,
         may_wait: bool,
+        direct: bool,
     ) -> Array {
         let params = ReadParams { start_index, max_chunks, max_bytes, wait_ms };
-        let result = in_caller_transaction(self.storage(), false, |store| {
+        let writes = if direct { Writes::Direct } else { Writes::Buffered };
+        let outcome = run_sync(self.storage(), writes, |store| {
             let snapshot = read_snapshot(store, run_id, &params)?;
             if may_wait && snapshot.idle(&params) {
                 return Ok(None);
             }
             snapshot.frame(&params, timed_out).map(Some)
         });
-        match result {
-            Ok(None) => reply(0, &[], f64::NAN),
-            Ok(Some(frame)) => reply(200, &frame, f64::NAN),
-            Err(e) => refusal(&e),
+        match outcome {
+            CallOutcome::Done(Ok(None)) => reply(0, &[], f64::NAN),
+            CallOutcome::Done(Ok(Some(frame))) => reply(200, &frame, f64::NAN),
+            CallOutcome::Done(Err(e)) => refusal(&e),
+            other => outcome_reply(other.map(|_| crate::wire::Value::Null), f64::NAN),
         }
     }
 }

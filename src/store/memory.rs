@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
+use super::buffered::Buffered;
 use super::{ListOptions, Store, StoreResult, Stored};
 use crate::wire::RpcError;
 
@@ -25,8 +26,35 @@ impl MemoryStore {
         Self::default()
     }
 
-    /// Run `f` as one transaction: on `Err` every write it made is undone.
-    pub fn transaction<T, E>(&mut self, f: impl FnOnce(&mut dyn Store) -> Result<T, E>) -> Result<T, E> {
+    /// Run `f` as one call the way the shell runs it (`src/shell/kv.rs`, `run_sync`): its
+    /// writes held back ([`Buffered`]) and written once it has succeeded; a call with a
+    /// write too large to hold back runs again writing directly, undone on `Err`. Storage
+    /// failing while the writes are written (the shell then aborts the object, which
+    /// discards them) leaves the store as it was and fails the call.
+    pub fn transaction<T>(&mut self, mut f: impl FnMut(&mut dyn Store) -> StoreResult<T>) -> StoreResult<T> {
+        let snapshot = self.data.clone();
+        let mut buffered = Buffered::new(self);
+        let result = f(&mut buffered);
+        if !buffered.needs_transaction() {
+            if result.is_ok() {
+                if let Err(e) = buffered.flush() {
+                    self.data = snapshot;
+                    return Err(e);
+                }
+            }
+            return result;
+        }
+        let result = f(self);
+        if result.is_err() {
+            self.data = snapshot;
+        }
+        result
+    }
+
+    /// Run `f` inside one transaction, writing directly, undone on `Err`: what the shell's
+    /// `in_transaction` (`transactionSync`) does between the awaits of the asynchronous
+    /// paths.
+    pub fn in_transaction<T, E>(&mut self, f: impl FnOnce(&mut dyn Store) -> Result<T, E>) -> Result<T, E> {
         let snapshot = self.data.clone();
         let result = f(self);
         if result.is_err() {

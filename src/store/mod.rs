@@ -2,11 +2,13 @@
 //! value is text or bytes, [`Stored`]), the shape of `ctx.storage.kv` on SQLite-backed
 //! objects.
 //!
-//! A core method receives `&mut dyn Store` for the duration of one call; the shell runs
-//! that call inside one storage transaction (`transactionSync`), so a method's writes land
-//! all together or, when it returns an error, not at all. [`MemoryStore`] is the host
-//! implementation used by the native tests; it offers the same all-or-nothing behaviour
-//! through [`MemoryStore::transaction`].
+//! A core method receives `&mut dyn Store` for the duration of one call, and its writes
+//! land all together or, when it returns an error, not at all: the shell holds them back
+//! ([`buffered::Buffered`]) and writes them in one synchronous burst once the call has
+//! succeeded, which the platform commits as one transaction (or, for the rare call with a
+//! write too large to hold back, runs it inside `transactionSync`). [`MemoryStore`] is the
+//! host implementation used by the native tests; [`MemoryStore::transaction`] runs a call
+//! the same way.
 //!
 //! Values are JSON text of each core's typed records (see the `records` modules), except
 //! byte-array stream chunks, which are kept as raw bytes ([`Stored::Bytes`]): the platform
@@ -14,6 +16,7 @@
 //! base64.
 
 pub mod alarm;
+pub mod buffered;
 pub mod js_args;
 mod memory;
 pub mod page;
@@ -146,6 +149,11 @@ pub trait Store {
     /// Entries in key order (descending when `reverse`), at most `limit`.
     fn list_values(&mut self, options: &ListOptions) -> StoreResult<Vec<(String, Stored)>>;
 
+    /// Whether `key` holds a value.
+    fn contains(&mut self, key: &str) -> StoreResult<bool> {
+        Ok(self.get_value(key)?.is_some())
+    }
+
     fn put_value(&mut self, key: &str, value: &Stored) -> StoreResult<()> {
         match value {
             Stored::Text(t) => self.put(key, t),
@@ -218,5 +226,8 @@ impl<S: Store + ?Sized> Store for &mut S {
     }
     fn list_values(&mut self, options: &ListOptions) -> StoreResult<Vec<(String, Stored)>> {
         (**self).list_values(options)
+    }
+    fn contains(&mut self, key: &str) -> StoreResult<bool> {
+        (**self).contains(key)
     }
 }

@@ -272,7 +272,7 @@ impl CleanupHost for World {
         let now = self.tick(1);
         let mut alarm = Alarm::unknown();
         // As the shell's host: the transaction runs under a lease watch.
-        let (out, owed) = self.run.borrow_mut().transaction(|s| {
+        let (out, owed) = self.run.borrow_mut().in_transaction(|s| {
             let mut watch = crate::run::lease::Watch::new(s);
             let out = f(&mut watch, now, &mut alarm)?;
             Ok::<_, RpcError>((out, watch.finish(now)?))
