@@ -3,6 +3,8 @@
 //! loop before answering) alternates transactions with calls to the other Durable Objects
 //! ([`crate::run::cleanup::driver`]).
 
+use std::cell::RefCell;
+
 use futures_util::future::join_all;
 use js_sys::Array;
 use wasm_bindgen::prelude::*;
@@ -21,6 +23,7 @@ use crate::run::cleanup::driver::{self, CleanupHost};
 use crate::run::cleanup::CleanupArgs;
 use crate::run::lease::{Revocation, Watch};
 use crate::store::alarm::Alarm;
+use crate::store::hot::HotKeys;
 use crate::store::Store;
 use crate::wire::router::Binding;
 use crate::wire::{RpcError, Value};
@@ -37,12 +40,15 @@ pub struct RunObject {
     storage: Storage,
     env: Env,
     config: Config,
+    /// The keys nearly every call reads, kept in memory ([`crate::run::HOT_KEYS`]).
+    hot: RefCell<HotKeys>,
 }
 
 /// The cleanup loop's view of this object: its storage and the other namespaces.
 struct Host<'a> {
     state: &'a State,
     env: &'a Env,
+    hot: &'a RefCell<HotKeys>,
 }
 
 impl CleanupHost for Host<'_> {
@@ -53,6 +59,8 @@ impl CleanupHost for Host<'_> {
         let storage = self.state.storage();
         let mut alarm = Alarm::unknown();
         let now = now_ms();
+        // Writes that may roll back bypass the instance's memory of hot keys: forget it.
+        self.hot.borrow_mut().clear();
         let (out, revocations) = in_transaction(&storage, |s| {
             let mut watch = Watch::new(s);
             let out = f(&mut watch, now, &mut alarm)?;
@@ -94,7 +102,7 @@ async fn revoke(env: &Env, revocations: &[Revocation]) {
 
 impl RunObject {
     fn host(&self) -> Host<'_> {
-        Host { state: &self.state, env: &self.env }
+        Host { state: &self.state, env: &self.env, hot: &self.hot }
     }
 }
 
@@ -116,7 +124,7 @@ impl RunObject {
     pub fn new(state: DurableObjectState, env: Env) -> RunObject {
         let config = config(&env);
         let state = State::from(state);
-        RunObject { storage: state.storage(), state, env, config }
+        RunObject { storage: state.storage(), state, env, config, hot: RefCell::new(HotKeys::new(crate::run::HOT_KEYS)) }
     }
 
     /// One RPC: `[status, body, alarm]`, status 0 for `cleanupNow` (see `serve.rs`). The
@@ -129,12 +137,23 @@ impl RunObject {
             return go_async();
         }
         let mut revocations = Vec::new();
-        let reply =
-            serve_sync(&self.storage, &crate::run::READ_ONLY, &self.config, method, name, body, direct, |s, ctx, alarm, m, args| {
+        let mut hot = self.hot.borrow_mut();
+        let reply = serve_sync(
+            &self.storage,
+            &crate::run::READ_ONLY,
+            &self.config,
+            method,
+            name,
+            body,
+            direct,
+            Some(&mut hot),
+            |s, ctx, alarm, m, args| {
                 let (value, owed) = crate::run::call_watched(s, ctx, alarm, m, args)?;
                 revocations = owed;
                 Ok(value)
-            });
+            },
+        );
+        drop(hot);
         // A committed call that contradicted leases: the class revokes them (`[holder,
         // runId]` pairs in a fourth slot) before answering.
         if !revocations.is_empty() && reply.get(0).as_f64() == Some(200.0) {

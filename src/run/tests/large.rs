@@ -91,3 +91,94 @@ fn pages_of_large_events_and_steps_stay_within_the_response_budget() {
         }
     }
 }
+
+/// Storage operations a step event costs, counted on the store under the call: holding
+/// the writes back ([`crate::store::buffered::Buffered`], the shell's default) adds no
+/// read or write to what the call does on storage directly, and the instance's memory of
+/// hot keys leaves one read (the step).
+#[test]
+fn buffered_step_events_cost_no_more_storage_operations_than_direct_ones() {
+    use crate::hop::{Args, Ctx};
+    use crate::store::alarm::Alarm;
+    use crate::store::buffered::Buffered;
+    use crate::store::{ListOptions, Store, StoreResult, Stored};
+
+    #[derive(Default, Debug, PartialEq, Eq, Clone, Copy)]
+    struct Ops {
+        reads: usize,
+        writes: usize,
+        lists: usize,
+    }
+    struct Counting<'a>(&'a mut MemoryStore, Ops);
+    impl Store for Counting<'_> {
+        fn get_value(&mut self, key: &str) -> StoreResult<Option<Stored>> {
+            self.1.reads += 1;
+            self.0.get_value(key)
+        }
+        fn put(&mut self, key: &str, value: &str) -> StoreResult<()> {
+            self.1.writes += 1;
+            self.0.put(key, value)
+        }
+        fn put_bytes(&mut self, key: &str, value: &[u8]) -> StoreResult<()> {
+            self.1.writes += 1;
+            self.0.put_bytes(key, value)
+        }
+        fn delete(&mut self, key: &str) -> StoreResult<bool> {
+            self.1.writes += 1;
+            self.0.delete(key)
+        }
+        fn list_values(&mut self, options: &ListOptions) -> StoreResult<Vec<(String, Stored)>> {
+            self.1.lists += 1;
+            self.0.list_values(options)
+        }
+    }
+
+    let events = [
+        r#"{"eventType":"run_created","specVersion":6,"eventData":{"deploymentId":"d","workflowName":"wf","input":{"__type":"Uint8Array","data":"AQID"}}}"#,
+        r#"{"eventType":"run_started","specVersion":6}"#,
+        r#"{"eventType":"step_created","specVersion":6,"correlationId":"step_1","eventData":{"stepName":"work","input":{"__type":"Uint8Array","data":"AQID"}}}"#,
+        r#"{"eventType":"step_started","specVersion":6,"correlationId":"step_1"}"#,
+        r#"{"eventType":"step_completed","specVersion":6,"correlationId":"step_1","eventData":{"result":{"__type":"Uint8Array","data":"AQID"}}}"#,
+    ];
+    let run = |buffered: bool, with_hot: bool| -> (Vec<Ops>, MemoryStore) {
+        let config = crate::config::Config::default();
+        let mut mem = MemoryStore::new();
+        let mut hot = crate::store::hot::HotKeys::new(crate::run::HOT_KEYS);
+        let mut per_event = Vec::new();
+        for (i, data) in events.iter().enumerate() {
+            let ctx = Ctx { now: T0 + i as i64, name: "wrun_ops", config: &config };
+            let request = v(&format!(r#"{{"runId":"wrun_ops","data":{data},"cleanup":{{"retentionMs":0,"queueShards":1}}}}"#));
+            let args = [request];
+            let mut alarm = Alarm::unknown();
+            let mut counting = Counting(&mut mem, Ops::default());
+            if with_hot {
+                let mut cached = crate::store::hot::Cached::new(&mut counting, &mut hot);
+                let mut b = Buffered::new(&mut cached);
+                crate::run::call(&mut b, &ctx, &mut alarm, "applyEvent", Args(&args)).expect("applied");
+                b.flush().expect("flushed");
+            } else if buffered {
+                let mut b = Buffered::new(&mut counting);
+                crate::run::call(&mut b, &ctx, &mut alarm, "applyEvent", Args(&args)).expect("applied");
+                b.flush().expect("flushed");
+            } else {
+                crate::run::call(&mut counting, &ctx, &mut alarm, "applyEvent", Args(&args)).expect("applied");
+            }
+            per_event.push(counting.1);
+        }
+        (per_event, mem)
+    };
+    let (direct, direct_store) = run(false, false);
+    let (buffered, buffered_store) = run(true, false);
+    let (hot, hot_store) = run(true, true);
+    assert_eq!(direct_store.data, hot_store.data, "the same records with hot keys");
+    assert_eq!(direct_store.data, buffered_store.data, "the same records");
+    for (i, (d, b)) in direct.iter().zip(&buffered).enumerate() {
+        assert!(b.reads <= d.reads && b.writes <= d.writes && b.lists <= d.lists, "event {i}: buffered {b:?}, direct {d:?}");
+    }
+    // The step events' cost, as docs/performance.md quotes it.
+    let step: Vec<_> = buffered[2..].iter().map(|o| (o.reads, o.writes)).collect();
+    assert!(step.iter().all(|&(r, w)| r <= 6 && w <= 5), "{step:?}");
+    // With the instance's memory of hot keys, a step event reads only its step.
+    let step_hot: Vec<_> = hot[2..].iter().map(|o| (o.reads, o.writes)).collect();
+    assert_eq!(step_hot, [(1, 5), (1, 4), (1, 4)], "direct: {step:?}");
+}
