@@ -301,6 +301,8 @@ function workloadFigures(latencies, d, requests, note) {
     ops: n,
     requestsPerOp: requests / n,
     cpuMsPerOp: d.ms / n,
+    userCpuMsPerOp: d.userMs / n,
+    sysCpuMsPerOp: d.sysMs / n,
     cpuTicks: d.ticks,
     threadCpuMsPerOp: d.threadMs / n,
     opsPerS: n / (d.wallMs / 1000),
@@ -375,7 +377,7 @@ function summarize(runs) {
   for (const key of Object.keys(runs[0].workloads)) {
     const rs = runs.map((r) => r.workloads[key]);
     const m = {};
-    for (const f of ["ops", "requestsPerOp", "cpuMsPerOp", "threadCpuMsPerOp", "xHealth", "opsPerS", "p50", "p95", "p99"]) m[f] = median(rs.map((r) => r[f]));
+    for (const f of ["ops", "requestsPerOp", "cpuMsPerOp", "userCpuMsPerOp", "sysCpuMsPerOp", "threadCpuMsPerOp", "xHealth", "opsPerS", "p50", "p95", "p99"]) m[f] = median(rs.map((r) => r[f]));
     m.xHealthMin = Math.min(...rs.map((r) => r.xHealth));
     m.xHealthMax = Math.max(...rs.map((r) => r.xHealth));
     out.workloads[key] = m;
@@ -428,9 +430,11 @@ export function formatCompare(a, b, la = "A", lb = "B") {
   const rows = names.map((n) => {
     const x = a.summary.workloads[n];
     const y = b.summary.workloads[n];
-    return [n, `${f(x.cpuMsPerOp, 3)} → ${f(y.cpuMsPerOp, 3)}`, `${f(x.xHealth)} → ${f(y.xHealth)}`, f(y.xHealth / x.xHealth), `${f(x.opsPerS, 0)} → ${f(y.opsPerS, 0)}`, `${f(x.p99, 1)} → ${f(y.p99, 1)}`];
+    // The user share (utime), without the kernel's storage writeback: see proc.mjs.
+    const user = Number.isFinite(x.userCpuMsPerOp) ? `${f(x.userCpuMsPerOp, 3)} → ${f(y.userCpuMsPerOp, 3)} (${f(y.userCpuMsPerOp / x.userCpuMsPerOp)})` : "-";
+    return [n, `${f(x.cpuMsPerOp, 3)} → ${f(y.cpuMsPerOp, 3)}`, `${f(x.xHealth)} → ${f(y.xHealth)}`, f(y.xHealth / x.xHealth), user, `${f(x.opsPerS, 0)} → ${f(y.opsPerS, 0)}`, `${f(x.p99, 1)} → ${f(y.p99, 1)}`];
   });
-  return [`${la} → ${lb}`, table(["workload", "CPU ms/op", "× health", "B/A (× health)", "ops/s", "p99 ms"], rows)].join("\n");
+  return [`${la} → ${lb}`, table(["workload", "CPU ms/op", "× health", "B/A (× health)", "user CPU ms/op (B/A)", "ops/s", "p99 ms"], rows)].join("\n");
 }
 
 /**
@@ -474,8 +478,8 @@ async function interleavedRun(builds, names, opts) {
         if (w.setup) await w.setup(ctx);
         await drive(ctx, w, opts.concurrency, warmPerLane, "warm");
         ctx.state.perLane = perLane;
-        // `ms`, `threadMs`, `wallMs`, `ticks`: the slices' summed `cpuDelta`.
-        acc.push({ lanes: Array.from({ length: opts.concurrency }, (_, lane) => w.lane(ctx, lane, "run")), latencies: [], ms: 0, threadMs: 0, wallMs: 0, ticks: 0, requests: 0, done: 0 });
+        // `ms`, `userMs`, `sysMs`, `threadMs`, `wallMs`, `ticks`: the slices' summed `cpuDelta`.
+        acc.push({ lanes: Array.from({ length: opts.concurrency }, (_, lane) => w.lane(ctx, lane, "run")), latencies: [], ms: 0, userMs: 0, sysMs: 0, threadMs: 0, wallMs: 0, ticks: 0, requests: 0, done: 0 });
       }
       await sleep(100);
       for (let slice = 0; slice < SLICES; slice++) {
@@ -498,6 +502,8 @@ async function interleavedRun(builds, names, opts) {
           );
           const d = cpuDelta(c0, sampleCpu(ctx.proc));
           a.ms += d.ms;
+          a.userMs += d.userMs;
+          a.sysMs += d.sysMs;
           a.threadMs += d.threadMs;
           a.wallMs += d.wallMs;
           a.ticks += d.ticks;

@@ -107,16 +107,29 @@ function threadsNs(pid) {
   return { ns, threads };
 }
 
-/** One CPU sample of the process found by findWorkerd: {ticks, ms, threadMs, threads, at}. */
+/**
+ * One CPU sample of the process found by findWorkerd: {ticks, ms, userMs, sysMs, threadMs,
+ * threads, at}. `userMs` (utime) and `sysMs` (stime) split `ms`: the kernel's share holds
+ * the storage's `fsync` and writeback, whose cost follows the host's disk load, so the
+ * user share is the steadier figure for comparing builds.
+ */
 export function sampleCpu(proc) {
   const s = readStat(proc.pid);
   if (s.starttime !== proc.starttime) throw new Error(`workerd pid ${proc.pid} was restarted or reused (start time ${s.starttime}, expected ${proc.starttime})`);
   const t = threadsNs(proc.pid);
   const ticks = s.utime + s.stime;
-  return { ticks, ms: (ticks * 1000) / CLK_TCK, threadMs: t.ns / 1e6, threads: t.threads, at: performance.now() };
+  const ms = (n) => (n * 1000) / CLK_TCK;
+  return { ticks, ms: ms(ticks), userMs: ms(s.utime), sysMs: ms(s.stime), threadMs: t.ns / 1e6, threads: t.threads, at: performance.now() };
 }
 
-/** The difference of two samples: server CPU ms (ticks), the schedstat cross-check and wall ms. */
+/** The difference of two samples: server CPU ms (ticks; user and system), the schedstat cross-check and wall ms. */
 export function cpuDelta(a, b) {
-  return { ms: b.ms - a.ms, ticks: b.ticks - a.ticks, threadMs: b.threadMs - a.threadMs, wallMs: b.at - a.at };
+  return {
+    ms: b.ms - a.ms,
+    userMs: b.userMs - a.userMs,
+    sysMs: b.sysMs - a.sysMs,
+    ticks: b.ticks - a.ticks,
+    threadMs: b.threadMs - a.threadMs,
+    wallMs: b.at - a.at,
+  };
 }
