@@ -60,12 +60,6 @@ pub const METHODS: [&str; 13] = [
 pub const READ_ONLY: [&str; 8] =
     ["getRun", "getStep", "getEvent", "listEvents", "listSteps", "listHooks", "getCleanupStatus", "getLifecycleStatus"];
 
-/// The keys nearly every call reads (the fences, the sequence, the run), which an instance
-/// keeps in memory ([`crate::store::hot::HotKeys`]): a step event then reads only its step
-/// from storage.
-pub const HOT_KEYS: &[&str] =
-    &[keys::RETENTION_CLEANUP, keys::RETENTION_TOMBSTONE, keys::EVENT_SEQUENCE, keys::RUN, keys::RETENTION_CLAIMS];
-
 /// [`call`], plus the lifecycle leases the call contradicted (see [`lease`]): the shell
 /// revokes them after the commit, before answering.
 pub fn call_watched(

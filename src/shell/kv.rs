@@ -12,7 +12,6 @@ use wasm_bindgen::JsCast;
 use worker::Storage;
 
 use crate::store::buffered::Buffered;
-use crate::store::hot::{Cached, HotKeys};
 use crate::store::read_only::ReadOnly;
 use crate::store::{ListOptions, Store, StoreResult, Stored};
 use crate::wire::RpcError;
@@ -184,46 +183,27 @@ impl<T> CallOutcome<T> {
     }
 }
 
-/// Run `f` on the object's storage in the given mode (see [`Writes`]), through the
-/// instance's [`HotKeys`] when it keeps some (a direct call, whose writes may roll back,
-/// clears them and bypasses them).
-pub fn run_sync<T>(
-    storage: &Storage,
-    writes: Writes,
-    hot: Option<&mut HotKeys>,
-    f: impl FnOnce(&mut dyn Store) -> Result<T, RpcError>,
-) -> CallOutcome<T> {
+/// Run `f` on the object's storage in the given mode (see [`Writes`]).
+pub fn run_sync<T>(storage: &Storage, writes: Writes, f: impl FnOnce(&mut dyn Store) -> Result<T, RpcError>) -> CallOutcome<T> {
     let raw: &RawStorage = storage.as_raw().unchecked_ref();
     let mut store = KvStore { kv: raw.kv() };
-    if writes == Writes::Direct {
-        if let Some(hot) = hot {
-            hot.clear();
-        }
-        return CallOutcome::Done(f(&mut store));
-    }
-    let mut cached;
-    let base: &mut dyn Store = match hot {
-        Some(hot) => {
-            cached = Cached::new(&mut store, hot);
-            &mut cached
-        }
-        None => &mut store,
-    };
-    if writes == Writes::Refused {
-        return CallOutcome::Done(f(&mut ReadOnly(base)));
-    }
-    let mut buffered = Buffered::new(base);
-    let result = f(&mut buffered);
-    if buffered.needs_transaction() {
-        return CallOutcome::Retry;
-    }
-    if result.is_ok() {
-        if let Err(e) = buffered.flush() {
-            // The class aborts the object (and its memory of hot keys with it).
-            return CallOutcome::Abort(e);
+    match writes {
+        Writes::Refused => CallOutcome::Done(f(&mut ReadOnly(store))),
+        Writes::Direct => CallOutcome::Done(f(&mut store)),
+        Writes::Buffered => {
+            let mut buffered = Buffered::new(&mut store);
+            let result = f(&mut buffered);
+            if buffered.needs_transaction() {
+                return CallOutcome::Retry;
+            }
+            if result.is_ok() {
+                if let Err(e) = buffered.flush() {
+                    return CallOutcome::Abort(e);
+                }
+            }
+            CallOutcome::Done(result)
         }
     }
-    CallOutcome::Done(result)
 }
 
 /// Run `f` over the object's storage as one synchronous transaction. `Err` rolls back

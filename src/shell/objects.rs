@@ -33,7 +33,7 @@ impl Object {
 type SyncCore = fn(&mut dyn Store, &Ctx, &str, Args) -> Result<Value, RpcError>;
 
 fn serve(object: &Object, core: SyncCore, read_only: &[&str], method: &str, name: &str, body: &[u8], direct: bool) -> Array {
-    serve_sync(&object.storage, read_only, &object.config, method, name, body, direct, None, |store, ctx, _alarm: &mut Alarm, m, args| {
+    serve_sync(&object.storage, read_only, &object.config, method, name, body, direct, |store, ctx, _alarm: &mut Alarm, m, args| {
         core(store, ctx, m, args)
     })
 }

@@ -275,7 +275,7 @@ impl QueueObject {
             queue::call_checked(store, &ctx, alarm, method, Args(args), lifecycle).map(Some)
         };
         let outcome = match writes {
-            Some(writes) => run_sync(&self.storage, writes, None, core),
+            Some(writes) => run_sync(&self.storage, writes, core),
             None => CallOutcome::Done(in_transaction(&self.storage, core)),
         };
         let kicks = matches!(method, "enqueue" | "redriveDeadLetter" | "rearmAlarm" | "expireRun" | "acknowledgeExpireRun");
@@ -338,7 +338,7 @@ impl QueueObject {
     /// The run DOs' answers for the runs `method` must check (a read, then the hops).
     async fn ask_lifecycle(&self, method: &str, args: &[Value]) -> std::result::Result<Lifecycle, RpcError> {
         // Reads only: no transaction needed.
-        let runs = match run_sync(&self.storage, Writes::Refused, None, |s| driver::runs_to_check(s, &self.config, method, Args(args))) {
+        let runs = match run_sync(&self.storage, Writes::Refused, |s| driver::runs_to_check(s, &self.config, method, Args(args))) {
             CallOutcome::Done(runs) => runs?,
             CallOutcome::Retry | CallOutcome::Abort(_) => return Err(RpcError::error("queue lifecycle read did not run")),
         };

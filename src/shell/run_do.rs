@@ -3,8 +3,6 @@
 //! loop before answering) alternates transactions with calls to the other Durable Objects
 //! ([`crate::run::cleanup::driver`]).
 
-use std::cell::RefCell;
-
 use futures_util::future::join_all;
 use js_sys::Array;
 use wasm_bindgen::prelude::*;
@@ -23,7 +21,6 @@ use crate::run::cleanup::driver::{self, CleanupHost};
 use crate::run::cleanup::CleanupArgs;
 use crate::run::lease::{Revocation, Watch};
 use crate::store::alarm::Alarm;
-use crate::store::hot::HotKeys;
 use crate::store::Store;
 use crate::wire::router::Binding;
 use crate::wire::{RpcError, Value};
@@ -40,15 +37,12 @@ pub struct RunObject {
     storage: Storage,
     env: Env,
     config: Config,
-    /// The keys nearly every call reads, kept in memory ([`crate::run::HOT_KEYS`]).
-    hot: RefCell<HotKeys>,
 }
 
 /// The cleanup loop's view of this object: its storage and the other namespaces.
 struct Host<'a> {
     state: &'a State,
     env: &'a Env,
-    hot: &'a RefCell<HotKeys>,
 }
 
 impl CleanupHost for Host<'_> {
@@ -59,8 +53,6 @@ impl CleanupHost for Host<'_> {
         let storage = self.state.storage();
         let mut alarm = Alarm::unknown();
         let now = now_ms();
-        // Writes that may roll back bypass the instance's memory of hot keys: forget it.
-        self.hot.borrow_mut().clear();
         let (out, revocations) = in_transaction(&storage, |s| {
             let mut watch = Watch::new(s);
             let out = f(&mut watch, now, &mut alarm)?;
@@ -102,7 +94,7 @@ async fn revoke(env: &Env, revocations: &[Revocation]) {
 
 impl RunObject {
     fn host(&self) -> Host<'_> {
-        Host { state: &self.state, env: &self.env, hot: &self.hot }
+        Host { state: &self.state, env: &self.env }
     }
 }
 
@@ -124,7 +116,7 @@ impl RunObject {
     pub fn new(state: DurableObjectState, env: Env) -> RunObject {
         let config = config(&env);
         let state = State::from(state);
-        RunObject { storage: state.storage(), state, env, config, hot: RefCell::new(HotKeys::new(crate::run::HOT_KEYS)) }
+        RunObject { storage: state.storage(), state, env, config }
     }
 
     /// One RPC: `[status, body, alarm]`, status 0 for `cleanupNow` (see `serve.rs`). The
@@ -137,23 +129,12 @@ impl RunObject {
             return go_async();
         }
         let mut revocations = Vec::new();
-        let mut hot = self.hot.borrow_mut();
-        let reply = serve_sync(
-            &self.storage,
-            &crate::run::READ_ONLY,
-            &self.config,
-            method,
-            name,
-            body,
-            direct,
-            Some(&mut hot),
-            |s, ctx, alarm, m, args| {
+        let reply =
+            serve_sync(&self.storage, &crate::run::READ_ONLY, &self.config, method, name, body, direct, |s, ctx, alarm, m, args| {
                 let (value, owed) = crate::run::call_watched(s, ctx, alarm, m, args)?;
                 revocations = owed;
                 Ok(value)
-            },
-        );
-        drop(hot);
+            });
         // A committed call that contradicted leases: the class revokes them (`[holder,
         // runId]` pairs in a fourth slot) before answering.
         if !revocations.is_empty() && reply.get(0).as_f64() == Some(200.0) {

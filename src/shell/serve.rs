@@ -28,7 +28,6 @@ use super::kv::{run_sync, CallOutcome, Writes};
 use crate::config::Config;
 use crate::hop::{answer, decode_args, Args, Ctx};
 use crate::store::alarm::{Alarm, AlarmChange};
-use crate::store::hot::HotKeys;
 use crate::store::Store;
 use crate::wire::{RpcError, Value};
 
@@ -79,7 +78,7 @@ pub fn outcome_reply(outcome: CallOutcome<Value>, alarm: f64) -> Array {
 }
 
 /// Serve one call synchronously: decode, then `core` on storage in the mode the class
-/// asked for (see [`Writes`]), through the instance's `hot` keys if it keeps some.
+/// asked for (see [`Writes`]).
 #[allow(clippy::too_many_arguments)]
 pub fn serve_sync(
     storage: &Storage,
@@ -89,7 +88,6 @@ pub fn serve_sync(
     name: &str,
     body: &[u8],
     direct: bool,
-    hot: Option<&mut HotKeys>,
     core: impl FnOnce(&mut dyn Store, &Ctx, &mut Alarm, &str, Args) -> Result<Value, RpcError>,
 ) -> Array {
     let args = match args_or_refusal(body) {
@@ -99,6 +97,6 @@ pub fn serve_sync(
     let ctx = Ctx { now: now_ms(), name, config: cfg };
     let mut alarm = Alarm::unknown();
     let writes = Writes::of(method, read_only, direct);
-    let outcome = run_sync(storage, writes, hot, |store| core(store, &ctx, &mut alarm, method, Args(&args)));
+    let outcome = run_sync(storage, writes, |store| core(store, &ctx, &mut alarm, method, Args(&args)));
     outcome_reply(outcome, alarm_slot(alarm.change()))
 }

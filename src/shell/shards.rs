@@ -81,7 +81,7 @@ impl CatalogObject {
         if crate::catalog::reads_alarm(method) {
             return go_async();
         }
-        serve_sync(&self.storage, &CATALOG_READ_ONLY, &self.config, method, name, body, direct, None, crate::catalog::call)
+        serve_sync(&self.storage, &CATALOG_READ_ONLY, &self.config, method, name, body, direct, crate::catalog::call)
     }
 
     /// `expireRun`: the current alarm first, then one transaction, then the alarm change.
@@ -154,7 +154,7 @@ impl HookShard {
             return go_async();
         }
         let family = self.family;
-        serve_sync(&self.state.storage(), &[], &self.config, method, name, body, direct, None, |store, ctx, alarm, m, args| {
+        serve_sync(&self.state.storage(), &[], &self.config, method, name, body, direct, |store, ctx, alarm, m, args| {
             crate::hook_shard::call(store, family, ctx.now, alarm, m, args)
         })
     }

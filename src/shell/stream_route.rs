@@ -82,7 +82,7 @@ impl StreamObject {
     #[wasm_bindgen(js_name = writeChunks)]
     pub fn write_chunks(&self, run_id: &str, body: &[u8], direct: bool) -> Array {
         let writes = if direct { Writes::Direct } else { Writes::Buffered };
-        match run_sync(self.storage(), writes, None, |store| crate::stream::write_frame(store, run_id, body)) {
+        match run_sync(self.storage(), writes, |store| crate::stream::write_frame(store, run_id, body)) {
             CallOutcome::Done(Ok(ack)) => reply(200, &ack, f64::NAN),
             CallOutcome::Done(Err(e)) => refusal(&e),
             other => outcome_reply(other.map(|_| crate::wire::Value::Null), f64::NAN),
@@ -107,7 +107,7 @@ impl StreamObject {
     ) -> Array {
         let params = ReadParams { start_index, max_chunks, max_bytes, wait_ms };
         let writes = if direct { Writes::Direct } else { Writes::Buffered };
-        let outcome = run_sync(self.storage(), writes, None, |store| {
+        let outcome = run_sync(self.storage(), writes, |store| {
             let snapshot = read_snapshot(store, run_id, &params)?;
             if may_wait && snapshot.idle(&params) {
                 return Ok(None);

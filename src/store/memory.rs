@@ -5,7 +5,6 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 
 use super::buffered::Buffered;
-use super::hot::{Cached, HotKeys};
 use super::{ListOptions, Store, StoreResult, Stored};
 use crate::wire::RpcError;
 
@@ -32,60 +31,24 @@ impl MemoryStore {
     /// write too large to hold back runs again writing directly, undone on `Err`. Storage
     /// failing while the writes are written (the shell then aborts the object, which
     /// discards them) leaves the store as it was and fails the call.
-    pub fn transaction<T>(&mut self, f: impl FnMut(&mut dyn Store) -> StoreResult<T>) -> StoreResult<T> {
-        self.transaction_with(None, f)
-    }
-
-    /// [`MemoryStore::transaction`] through an instance's memory of hot keys, as the shell
-    /// runs a `WorkflowRunDO` call.
-    pub fn transaction_with<T>(
-        &mut self,
-        mut hot: Option<&mut HotKeys>,
-        mut f: impl FnMut(&mut dyn Store) -> StoreResult<T>,
-    ) -> StoreResult<T> {
+    pub fn transaction<T>(&mut self, mut f: impl FnMut(&mut dyn Store) -> StoreResult<T>) -> StoreResult<T> {
         let snapshot = self.data.clone();
-        let mut aborted = false;
-        let outcome = {
-            let mut cached;
-            let base: &mut dyn Store = match hot.as_deref_mut() {
-                Some(hot) => {
-                    cached = Cached::new(self, hot);
-                    &mut cached
-                }
-                None => self,
-            };
-            let mut buffered = Buffered::new(base);
-            let result = f(&mut buffered);
-            if buffered.needs_transaction() {
-                None
-            } else if result.is_ok() {
-                aborted = buffered.flush().is_err();
-                Some(result)
-            } else {
-                Some(result)
-            }
-        };
-        match outcome {
-            // The shell aborts the object: nothing of the call lands, its memory goes.
-            Some(_) if aborted => {
-                self.data = snapshot;
-                if let Some(hot) = hot {
-                    hot.clear();
-                }
-                Err(RpcError::error("storage failed while writing; the object was aborted"))
-            }
-            Some(result) => result,
-            None => {
-                if let Some(hot) = hot {
-                    hot.clear();
-                }
-                let result = f(self);
-                if result.is_err() {
+        let mut buffered = Buffered::new(self);
+        let result = f(&mut buffered);
+        if !buffered.needs_transaction() {
+            if result.is_ok() {
+                if let Err(e) = buffered.flush() {
                     self.data = snapshot;
+                    return Err(e);
                 }
-                result
             }
+            return result;
         }
+        let result = f(self);
+        if result.is_err() {
+            self.data = snapshot;
+        }
+        result
     }
 
     /// Run `f` inside one transaction, writing directly, undone on `Err`: what the shell's

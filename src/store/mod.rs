@@ -17,7 +17,6 @@
 
 pub mod alarm;
 pub mod buffered;
-pub mod hot;
 pub mod js_args;
 mod memory;
 pub mod page;

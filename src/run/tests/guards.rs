@@ -110,7 +110,7 @@ fn event_ids_are_dense_persisted_slots() {
 fn idempotent_outcomes_still_persist_the_sequence() {
     let mut h = Harness::new();
     h.create_run();
-    h.stored().data.remove("event_sequence");
+    h.store.data.remove("event_sequence");
     // A replay appends nothing but writes event_sequence (unchanged value 0 here).
     h.create_run();
     assert_eq!(h.store.text("event_sequence"), Some("0"));

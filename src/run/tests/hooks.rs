@@ -99,14 +99,14 @@ fn hook_received_and_resume_ids() {
     assert_eq!(at(&replay, "event"), at(&first, "event"));
     assert_eq!(h.event_types().iter().filter(|t| *t == "hook_received").count(), 2);
     // A claim pointing at a different event.
-    h.stored().data.insert("hookresume:r9".into(), r#"{"hookId":"hk2","eventId":"evnt_00000000000000000000000001"}"#.into());
+    h.store.data.insert("hookresume:r9".into(), r#"{"hookId":"hk2","eventId":"evnt_00000000000000000000000001"}"#.into());
     assert_fail(
         &recv(&mut h, "hk2", r#"{"resumeId":"r9"}"#),
         "ENTITY_CONFLICT",
         r#"hook_received resumeId "r9" points to a different event"#,
     );
     // A claim whose event is missing is ignored.
-    h.stored().data.insert("hookresume:r8".into(), r#"{"hookId":"hk2","eventId":"evnt_00000000000000000000000099"}"#.into());
+    h.store.data.insert("hookresume:r8".into(), r#"{"hookId":"hk2","eventId":"evnt_00000000000000000000000099"}"#.into());
     assert_eq!(s(&recv(&mut h, "hk2", r#"{"resumeId":"r8"}"#), "event.resumeId"), "r8");
 }
 

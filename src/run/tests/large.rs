@@ -94,8 +94,7 @@ fn pages_of_large_events_and_steps_stay_within_the_response_budget() {
 
 /// Storage operations a step event costs, counted on the store under the call: holding
 /// the writes back ([`crate::store::buffered::Buffered`], the shell's default) adds no
-/// read or write to what the call does on storage directly, and the instance's memory of
-/// hot keys leaves one read (the step).
+/// read or write to what the call does on storage directly.
 #[test]
 fn buffered_step_events_cost_no_more_storage_operations_than_direct_ones() {
     use crate::hop::{Args, Ctx};
@@ -140,10 +139,9 @@ fn buffered_step_events_cost_no_more_storage_operations_than_direct_ones() {
         r#"{"eventType":"step_started","specVersion":6,"correlationId":"step_1"}"#,
         r#"{"eventType":"step_completed","specVersion":6,"correlationId":"step_1","eventData":{"result":{"__type":"Uint8Array","data":"AQID"}}}"#,
     ];
-    let run = |buffered: bool, with_hot: bool| -> (Vec<Ops>, MemoryStore) {
+    let run = |buffered: bool| -> (Vec<Ops>, MemoryStore) {
         let config = crate::config::Config::default();
         let mut mem = MemoryStore::new();
-        let mut hot = crate::store::hot::HotKeys::new(crate::run::HOT_KEYS);
         let mut per_event = Vec::new();
         for (i, data) in events.iter().enumerate() {
             let ctx = Ctx { now: T0 + i as i64, name: "wrun_ops", config: &config };
@@ -151,12 +149,7 @@ fn buffered_step_events_cost_no_more_storage_operations_than_direct_ones() {
             let args = [request];
             let mut alarm = Alarm::unknown();
             let mut counting = Counting(&mut mem, Ops::default());
-            if with_hot {
-                let mut cached = crate::store::hot::Cached::new(&mut counting, &mut hot);
-                let mut b = Buffered::new(&mut cached);
-                crate::run::call(&mut b, &ctx, &mut alarm, "applyEvent", Args(&args)).expect("applied");
-                b.flush().expect("flushed");
-            } else if buffered {
+            if buffered {
                 let mut b = Buffered::new(&mut counting);
                 crate::run::call(&mut b, &ctx, &mut alarm, "applyEvent", Args(&args)).expect("applied");
                 b.flush().expect("flushed");
@@ -167,10 +160,8 @@ fn buffered_step_events_cost_no_more_storage_operations_than_direct_ones() {
         }
         (per_event, mem)
     };
-    let (direct, direct_store) = run(false, false);
-    let (buffered, buffered_store) = run(true, false);
-    let (hot, hot_store) = run(true, true);
-    assert_eq!(direct_store.data, hot_store.data, "the same records with hot keys");
+    let (direct, direct_store) = run(false);
+    let (buffered, buffered_store) = run(true);
     assert_eq!(direct_store.data, buffered_store.data, "the same records");
     for (i, (d, b)) in direct.iter().zip(&buffered).enumerate() {
         assert!(b.reads <= d.reads && b.writes <= d.writes && b.lists <= d.lists, "event {i}: buffered {b:?}, direct {d:?}");
@@ -178,7 +169,4 @@ fn buffered_step_events_cost_no_more_storage_operations_than_direct_ones() {
     // The step events' cost, as docs/performance.md quotes it.
     let step: Vec<_> = buffered[2..].iter().map(|o| (o.reads, o.writes)).collect();
     assert!(step.iter().all(|&(r, w)| r <= 6 && w <= 5), "{step:?}");
-    // With the instance's memory of hot keys, a step event reads only its step.
-    let step_hot: Vec<_> = hot[2..].iter().map(|o| (o.reads, o.writes)).collect();
-    assert_eq!(step_hot, [(1, 5), (1, 4), (1, 4)], "direct: {step:?}");
 }

@@ -14,7 +14,6 @@ mod waits_attrs;
 use crate::config::Config;
 use crate::hop::{Args, Ctx};
 use crate::store::alarm::{Alarm, AlarmChange};
-use crate::store::hot::HotKeys;
 use crate::store::MemoryStore;
 use crate::wire::{RpcError, Value};
 
@@ -28,8 +27,6 @@ pub struct Harness {
     pub run_id: String,
     /// The alarm change the last successful call asked for.
     pub alarm: Option<AlarmChange>,
-    /// The instance's memory of hot keys, kept across calls as the shell keeps it.
-    pub hot: HotKeys,
 }
 
 pub fn v(text: &str) -> Value {
@@ -42,21 +39,7 @@ pub fn json(value: &Value) -> String {
 
 impl Harness {
     pub fn new() -> Harness {
-        Harness {
-            store: MemoryStore::new(),
-            now: T0,
-            config: Config::default(),
-            run_id: "wrun_A".into(),
-            alarm: None,
-            hot: HotKeys::new(crate::run::HOT_KEYS),
-        }
-    }
-
-    /// The run's storage, to write behind the instance's back (state a previous instance
-    /// or release left): the instance forgets its hot keys, as a fresh one would start.
-    pub fn stored(&mut self) -> &mut MemoryStore {
-        self.hot.clear();
-        &mut self.store
+        Harness { store: MemoryStore::new(), now: T0, config: Config::default(), run_id: "wrun_A".into(), alarm: None }
     }
 
     /// Advance the clock (every call gets its own millisecond, like the recordings).
@@ -68,7 +51,7 @@ impl Harness {
         self.now += 1;
         let ctx = Ctx { now: self.now, name: &self.run_id.clone(), config: &self.config.clone() };
         let mut alarm = Alarm::unknown();
-        let out = self.store.transaction_with(Some(&mut self.hot), |s| crate::run::call(s, &ctx, &mut alarm, method, Args(&args)));
+        let out = self.store.transaction(|s| crate::run::call(s, &ctx, &mut alarm, method, Args(&args)));
         if out.is_ok() {
             self.alarm = alarm.change();
         }

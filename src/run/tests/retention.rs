@@ -103,14 +103,14 @@ fn stored_tombstone_and_later_phases_fence() {
     let mut h = Harness::new();
     h.create_run();
     // A cleanup record past `retained` fences even before its due time.
-    h.stored().data.insert(
+    h.store.data.insert(
         "retention:cleanup".into(),
         r#"{"version":1,"runId":"wrun_A","terminalStatus":"completed","completedAt":{"__type":"Date","iso":"2099-01-01T00:00:00.000Z"},"dueAt":{"__type":"Date","iso":"2099-01-01T00:00:01.000Z"},"phase":"index","tombstonedAt":{"__type":"Date","iso":"2099-01-01T00:00:02.000Z"}}"#.into(),
     );
     let out = h.read("getRun", vec![]);
     assert_eq!(s(&out, "message"), r#"Workflow run "wrun_A" expired at 2099-01-01T00:00:01.000Z"#);
     assert_eq!(json(at(&out, "tombstone.tombstonedAt").unwrap()), r#"{"__type":"Date","iso":"2099-01-01T00:00:02.000Z"}"#);
-    h.stored().data.insert(
+    h.store.data.insert(
         "retention:tombstone".into(),
         r#"{"version":1,"runId":"wrun_T","terminalStatus":"completed","completedAt":{"__type":"Date","iso":"2000-01-01T00:00:00.000Z"},"expiredAt":{"__type":"Date","iso":"2000-01-01T00:00:01.000Z"},"tombstonedAt":{"__type":"Date","iso":"2000-01-01T00:00:02.000Z"}}"#.into(),
     );
@@ -153,7 +153,7 @@ fn lifecycle_status_missing_active_terminal_expired() {
     assert_eq!(status(&mut h).as_deref(), Some("expired"));
     // A stored tombstone is expired even when the run record is gone.
     let mut h = Harness::new();
-    h.stored().data.insert(
+    h.store.data.insert(
         "retention:tombstone".into(),
         r#"{"version":1,"runId":"wrun_A","expiredAt":{"__type":"Date","iso":"2000-01-01T00:00:01.000Z"}}"#.into(),
     );
@@ -161,7 +161,7 @@ fn lifecycle_status_missing_active_terminal_expired() {
     // A cleanup record past `retained` is expired before its due time.
     let mut h = Harness::new();
     h.create_run();
-    h.stored().data.insert(
+    h.store.data.insert(
         "retention:cleanup".into(),
         r#"{"version":1,"runId":"wrun_A","dueAt":{"__type":"Date","iso":"2099-01-01T00:00:01.000Z"},"phase":"index"}"#.into(),
     );

@@ -55,9 +55,9 @@ fn unsupported_spec_versions() {
     assert_eq!(s(&out, "code"), "RUN_NOT_SUPPORTED");
     // A stored run with another version.
     h.create_run();
-    let mut run = crate::run::records::Record::load(h.stored(), "run").unwrap().unwrap();
+    let mut run = crate::run::records::Record::load(&mut h.store, "run").unwrap().unwrap();
     run.0.remove("specVersion");
-    run.save(h.stored(), "run").unwrap();
+    run.save(&mut h.store, "run").unwrap();
     let out = h.apply(r#"{"eventType":"run_started"}"#);
     assert_fail(&out, "RUN_NOT_SUPPORTED", r#"Run "wrun_A" uses unsupported specVersion undefined; this world requires 6"#);
     assert!(at(&out, "runSpecVersion").is_none());
