@@ -11,7 +11,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use worker::Storage;
 
-use crate::store::buffered::Buffered;
+use crate::store::buffered::{run_buffered, Fallback};
 use crate::store::read_only::ReadOnly;
 use crate::store::{ListOptions, Store, StoreResult, Stored};
 use crate::wire::RpcError;
@@ -141,17 +141,24 @@ pub enum Writes {
     /// platform's implicit transaction commits all together.
     Buffered,
     /// The call again, inside the `transactionSync` the class opened, writing directly:
-    /// for the rare call with a write too large to buffer ([`CallOutcome::Retry`]).
+    /// for the rare call with a write too large to buffer ([`Fallback::Transaction`]).
     Direct,
 }
 
 impl Writes {
     /// The mode of `method`: [`Writes::Refused`] for one of the core's `read_only`
-    /// methods, else buffered, or direct when the class asks (`direct`).
+    /// methods, else [`Writes::writing`].
     pub fn of(method: &str, read_only: &[&str], direct: bool) -> Writes {
         if read_only.contains(&method) {
             Writes::Refused
-        } else if direct {
+        } else {
+            Writes::writing(direct)
+        }
+    }
+
+    /// A writing call's mode: buffered, or direct when the class asks (`direct`).
+    pub fn writing(direct: bool) -> Writes {
+        if direct {
             Writes::Direct
         } else {
             Writes::Buffered
@@ -159,51 +166,29 @@ impl Writes {
     }
 }
 
-/// What a synchronous call came to.
-pub enum CallOutcome<T> {
-    /// Its result; any writes are in storage (they commit with the implicit transaction).
-    Done(Result<T, RpcError>),
-    /// A write was too large to buffer: nothing was written; call again with
-    /// [`Writes::Direct`] inside a transaction.
-    Retry,
-    /// Storage failed while the succeeded call's writes were being written: some may be
-    /// in the open implicit transaction, so the class must abort the object
-    /// (`ctx.abort()` discards it).
-    Abort(RpcError),
-}
-
-impl<T> CallOutcome<T> {
-    /// The same outcome with `f` applied to a successful result.
-    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> CallOutcome<U> {
-        match self {
-            CallOutcome::Done(result) => CallOutcome::Done(result.map(f)),
-            CallOutcome::Retry => CallOutcome::Retry,
-            CallOutcome::Abort(e) => CallOutcome::Abort(e),
-        }
-    }
-}
-
-/// Run `f` on the object's storage in the given mode (see [`Writes`]).
-pub fn run_sync<T>(storage: &Storage, writes: Writes, f: impl FnOnce(&mut dyn Store) -> Result<T, RpcError>) -> CallOutcome<T> {
-    let raw: &RawStorage = storage.as_raw().unchecked_ref();
-    let mut store = KvStore { kv: raw.kv() };
+/// Run `f` on the object's storage in the given mode (see [`Writes`]): its result, or,
+/// for a buffered call, what the class must do instead ([`Fallback`]: call again inside a
+/// transaction, or abort the object).
+pub fn run_sync<T>(
+    storage: &Storage,
+    writes: Writes,
+    f: impl FnOnce(&mut dyn Store) -> Result<T, RpcError>,
+) -> Result<Result<T, RpcError>, Fallback> {
     match writes {
-        Writes::Refused => CallOutcome::Done(f(&mut ReadOnly(store))),
-        Writes::Direct => CallOutcome::Done(f(&mut store)),
-        Writes::Buffered => {
-            let mut buffered = Buffered::new(&mut store);
-            let result = f(&mut buffered);
-            if buffered.needs_transaction() {
-                return CallOutcome::Retry;
-            }
-            if result.is_ok() {
-                if let Err(e) = buffered.flush() {
-                    return CallOutcome::Abort(e);
-                }
-            }
-            CallOutcome::Done(result)
-        }
+        Writes::Refused => Ok(read_only(storage, f)),
+        Writes::Direct => Ok(f(&mut kv_store(storage))),
+        Writes::Buffered => run_buffered(&mut kv_store(storage), f),
     }
+}
+
+/// Run `f` on the object's storage with no transaction, on a store that refuses writes.
+pub fn read_only<T>(storage: &Storage, f: impl FnOnce(&mut dyn Store) -> Result<T, RpcError>) -> Result<T, RpcError> {
+    f(&mut ReadOnly(kv_store(storage)))
+}
+
+fn kv_store(storage: &Storage) -> KvStore {
+    let raw: &RawStorage = storage.as_raw().unchecked_ref();
+    KvStore { kv: raw.kv() }
 }
 
 /// Run `f` over the object's storage as one synchronous transaction. `Err` rolls back

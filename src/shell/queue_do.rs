@@ -37,8 +37,8 @@ use worker::{Env, State};
 use super::alarm::apply_alarm;
 use super::call::call_env;
 use super::env::config;
-use super::kv::{in_transaction, run_sync, CallOutcome, Writes};
-use super::serve::{alarm_slot, args_or_refusal, go_async, now_ms, outcome_reply, result_reply};
+use super::kv::{in_transaction, read_only, run_sync, Writes};
+use super::serve::{alarm_slot, args_or_refusal, fallback_reply, go_async, now_ms, result_reply};
 use crate::config::Config;
 use crate::hop::{Args, Ctx};
 use crate::queue::delivery::{
@@ -50,6 +50,7 @@ use crate::queue::driver::{
 use crate::queue::state::{INFLIGHT_PREFIX, LEGACY_INFLIGHT_PREFIX};
 use crate::queue::{self, Lifecycle};
 use crate::store::alarm::{Alarm, AlarmChange};
+use crate::store::buffered::Fallback;
 use crate::store::{ListOptions, Store};
 use crate::wire::router::Binding;
 use crate::wire::{RpcError, Value};
@@ -256,7 +257,7 @@ impl QueueObject {
         alarm: &mut Alarm,
         writes: Option<Writes>,
         lifecycle: Option<&Lifecycle>,
-    ) -> CallOutcome<Option<Value>> {
+    ) -> std::result::Result<std::result::Result<Option<Value>, RpcError>, Fallback> {
         let ctx = Ctx { now: now_ms(), name, config: &self.config };
         let core = |store: &mut dyn Store| {
             let known;
@@ -276,10 +277,10 @@ impl QueueObject {
         };
         let outcome = match writes {
             Some(writes) => run_sync(&self.storage, writes, core),
-            None => CallOutcome::Done(in_transaction(&self.storage, core)),
+            None => Ok(in_transaction(&self.storage, core)),
         };
         let kicks = matches!(method, "enqueue" | "redriveDeadLetter" | "rearmAlarm" | "expireRun" | "acknowledgeExpireRun");
-        if self.looping.get() && matches!(outcome, CallOutcome::Done(Ok(Some(_)))) && kicks {
+        if self.looping.get() && matches!(outcome, Ok(Ok(Some(_)))) && kicks {
             self.kick.fire();
         }
         outcome
@@ -326,11 +327,11 @@ impl QueueObject {
         };
         let mut alarm = Self::starting_alarm(method, current);
         let result = match self.transact(method, name, &args, &mut alarm, None, Some(&lifecycle)) {
-            CallOutcome::Done(Ok(Some(v))) => self.apply_alarm(&alarm).await.map(|()| v),
-            CallOutcome::Done(Ok(None)) => Err(RpcError::error("queue lifecycle check did not run")),
-            CallOutcome::Done(Err(e)) => Err(e),
+            Ok(Ok(Some(v))) => self.apply_alarm(&alarm).await.map(|()| v),
+            Ok(Ok(None)) => Err(RpcError::error("queue lifecycle check did not run")),
+            Ok(Err(e)) => Err(e),
             // Not produced without a mode (`in_transaction` above).
-            CallOutcome::Retry | CallOutcome::Abort(_) => Err(RpcError::error("queue call did not run in its transaction")),
+            Err(_) => Err(RpcError::error("queue call did not run in its transaction")),
         };
         result_reply(result, f64::NAN)
     }
@@ -338,10 +339,7 @@ impl QueueObject {
     /// The run DOs' answers for the runs `method` must check (a read, then the hops).
     async fn ask_lifecycle(&self, method: &str, args: &[Value]) -> std::result::Result<Lifecycle, RpcError> {
         // Reads only: no transaction needed.
-        let runs = match run_sync(&self.storage, Writes::Refused, |s| driver::runs_to_check(s, &self.config, method, Args(args))) {
-            CallOutcome::Done(runs) => runs?,
-            CallOutcome::Retry | CallOutcome::Abort(_) => return Err(RpcError::error("queue lifecycle read did not run")),
-        };
+        let runs = read_only(&self.storage, |s| driver::runs_to_check(s, &self.config, method, Args(args)))?;
         driver::ask(self, &self.lifecycle, &runs).await
     }
 
@@ -596,11 +594,11 @@ impl QueueObject {
         let mut alarm = Self::starting_alarm(method, current);
         let writes = Writes::of(method, &queue::READ_ONLY, direct);
         let result = match self.transact(method, name, &args, &mut alarm, Some(writes), None) {
-            CallOutcome::Done(Ok(Some(v))) => Ok(v),
+            Ok(Ok(Some(v))) => Ok(v),
             // A run must be asked first: nothing was written; continue asynchronously.
-            CallOutcome::Done(Ok(None)) => return go_async(),
-            CallOutcome::Done(Err(e)) => Err(e),
-            other => return outcome_reply(other.map(|_| Value::Null), f64::NAN),
+            Ok(Ok(None)) => return go_async(),
+            Ok(Err(e)) => Err(e),
+            Err(fallback) => return fallback_reply(&fallback),
         };
         let change = alarm.change();
         if result.is_ok() {

@@ -24,10 +24,11 @@ use js_sys::{Array, Uint8Array};
 use wasm_bindgen::JsValue;
 use worker::Storage;
 
-use super::kv::{run_sync, CallOutcome, Writes};
+use super::kv::{run_sync, Writes};
 use crate::config::Config;
 use crate::hop::{answer, decode_args, Args, Ctx};
 use crate::store::alarm::{Alarm, AlarmChange};
+use crate::store::buffered::Fallback;
 use crate::store::Store;
 use crate::wire::{RpcError, Value};
 
@@ -68,12 +69,13 @@ pub fn args_or_refusal(body: &[u8]) -> Result<Vec<Value>, Array> {
     decode_args(body).map_err(|e| reply(e.status(), e.body().as_bytes(), f64::NAN))
 }
 
-/// The reply of a synchronous call's outcome (see the module documentation).
-pub fn outcome_reply(outcome: CallOutcome<Value>, alarm: f64) -> Array {
-    match outcome {
-        CallOutcome::Done(result) => result_reply(result, alarm),
-        CallOutcome::Retry => reply(1, &[], f64::NAN),
-        CallOutcome::Abort(e) => reply(2, format!("{}: {}", e.name, e.message).as_bytes(), f64::NAN),
+/// The reply asking the class for a [`Fallback`]: status 1 (call again inside a
+/// transaction) or 2 (abort the object; the body is the error). See the module
+/// documentation.
+pub fn fallback_reply(fallback: &Fallback) -> Array {
+    match fallback {
+        Fallback::Transaction => reply(1, &[], f64::NAN),
+        Fallback::Abort(e) => reply(2, format!("{}: {}", e.name, e.message).as_bytes(), f64::NAN),
     }
 }
 
@@ -97,6 +99,8 @@ pub fn serve_sync(
     let ctx = Ctx { now: now_ms(), name, config: cfg };
     let mut alarm = Alarm::unknown();
     let writes = Writes::of(method, read_only, direct);
-    let outcome = run_sync(storage, writes, |store| core(store, &ctx, &mut alarm, method, Args(&args)));
-    outcome_reply(outcome, alarm_slot(alarm.change()))
+    match run_sync(storage, writes, |store| core(store, &ctx, &mut alarm, method, Args(&args))) {
+        Ok(result) => result_reply(result, alarm_slot(alarm.change())),
+        Err(fallback) => fallback_reply(&fallback),
+    }
 }

@@ -6,9 +6,9 @@ use js_sys::Array;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsValue;
 
-use super::kv::{run_sync, CallOutcome, Writes};
+use super::kv::{run_sync, Writes};
 use super::objects::StreamObject;
-use super::serve::{outcome_reply, reply};
+use super::serve::{fallback_reply, reply};
 use crate::stream::chunks::read_snapshot;
 use crate::stream::protocol::{ProtocolError, ReadParams};
 use crate::stream::route::{check_frame, decide, RouteError, StreamRequest, StreamRoute};
@@ -81,11 +81,10 @@ impl StreamObject {
     /// succeeds; statuses 1 and 2 as for `rpcCall`, see `serve.rs`).
     #[wasm_bindgen(js_name = writeChunks)]
     pub fn write_chunks(&self, run_id: &str, body: &[u8], direct: bool) -> Array {
-        let writes = if direct { Writes::Direct } else { Writes::Buffered };
-        match run_sync(self.storage(), writes, |store| crate::stream::write_frame(store, run_id, body)) {
-            CallOutcome::Done(Ok(ack)) => reply(200, &ack, f64::NAN),
-            CallOutcome::Done(Err(e)) => refusal(&e),
-            other => outcome_reply(other.map(|_| crate::wire::Value::Null), f64::NAN),
+        match run_sync(self.storage(), Writes::writing(direct), |store| crate::stream::write_frame(store, run_id, body)) {
+            Ok(Ok(ack)) => reply(200, &ack, f64::NAN),
+            Ok(Err(e)) => refusal(&e),
+            Err(fallback) => fallback_reply(&fallback),
         }
     }
 
@@ -106,8 +105,7 @@ impl StreamObject {
         direct: bool,
     ) -> Array {
         let params = ReadParams { start_index, max_chunks, max_bytes, wait_ms };
-        let writes = if direct { Writes::Direct } else { Writes::Buffered };
-        let outcome = run_sync(self.storage(), writes, |store| {
+        let outcome = run_sync(self.storage(), Writes::writing(direct), |store| {
             let snapshot = read_snapshot(store, run_id, &params)?;
             if may_wait && snapshot.idle(&params) {
                 return Ok(None);
@@ -115,10 +113,10 @@ impl StreamObject {
             snapshot.frame(&params, timed_out).map(Some)
         });
         match outcome {
-            CallOutcome::Done(Ok(None)) => reply(0, &[], f64::NAN),
-            CallOutcome::Done(Ok(Some(frame))) => reply(200, &frame, f64::NAN),
-            CallOutcome::Done(Err(e)) => refusal(&e),
-            other => outcome_reply(other.map(|_| crate::wire::Value::Null), f64::NAN),
+            Ok(Ok(None)) => reply(0, &[], f64::NAN),
+            Ok(Ok(Some(frame))) => reply(200, &frame, f64::NAN),
+            Ok(Err(e)) => refusal(&e),
+            Err(fallback) => fallback_reply(&fallback),
         }
     }
 }

@@ -52,6 +52,31 @@ fn oversized(key: &str) -> RpcError {
     RpcError::error(format!("internal: write of {key} too large to buffer"))
 }
 
+/// Why a call run by [`run_buffered`] needs the shell to do more than answer.
+#[derive(Debug)]
+pub enum Fallback {
+    /// A write was too large to hold back; nothing was written. Run the call again with
+    /// direct writes inside a transaction.
+    Transaction,
+    /// Storage failed while the succeeded call's writes were being written: some may be in
+    /// the open implicit transaction; the object must be aborted, which discards them.
+    Abort(RpcError),
+}
+
+/// Run `f` with its writes held back over `inner`, and write them once it has succeeded:
+/// its result, or what the shell must do instead ([`Fallback`]).
+pub fn run_buffered<T>(inner: &mut dyn Store, f: impl FnOnce(&mut dyn Store) -> StoreResult<T>) -> Result<StoreResult<T>, Fallback> {
+    let mut buffered = Buffered::new(inner);
+    let result = f(&mut buffered);
+    if buffered.needs_transaction() {
+        return Err(Fallback::Transaction);
+    }
+    if result.is_ok() {
+        buffered.flush().map_err(Fallback::Abort)?;
+    }
+    Ok(result)
+}
+
 /// Writes held back over an inner store (see the module documentation).
 pub struct Buffered<'a> {
     inner: &'a mut dyn Store,

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
-use super::buffered::Buffered;
+use super::buffered::{run_buffered, Fallback};
 use super::{ListOptions, Store, StoreResult, Stored};
 use crate::wire::RpcError;
 
@@ -33,22 +33,20 @@ impl MemoryStore {
     /// discards them) leaves the store as it was and fails the call.
     pub fn transaction<T>(&mut self, mut f: impl FnMut(&mut dyn Store) -> StoreResult<T>) -> StoreResult<T> {
         let snapshot = self.data.clone();
-        let mut buffered = Buffered::new(self);
-        let result = f(&mut buffered);
-        if !buffered.needs_transaction() {
-            if result.is_ok() {
-                if let Err(e) = buffered.flush() {
-                    self.data = snapshot;
-                    return Err(e);
-                }
+        match run_buffered(self, &mut f) {
+            Ok(result) => result,
+            Err(Fallback::Abort(e)) => {
+                self.data = snapshot;
+                Err(e)
             }
-            return result;
+            Err(Fallback::Transaction) => {
+                let result = f(self);
+                if result.is_err() {
+                    self.data = snapshot;
+                }
+                result
+            }
         }
-        let result = f(self);
-        if result.is_err() {
-            self.data = snapshot;
-        }
-        result
     }
 
     /// Run `f` inside one transaction, writing directly, undone on `Err`: what the shell's
