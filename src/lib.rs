@@ -46,8 +46,8 @@ pub mod shard;
 pub mod store;
 pub mod stream;
 pub mod sweep;
-#[cfg(test)]
-pub(crate) mod testing;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 pub mod wire;
 
 #[cfg(target_arch = "wasm32")]

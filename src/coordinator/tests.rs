@@ -1,8 +1,8 @@
 //! The coordinator's seven operations over the real catalog and hook shard cores (the
-//! facade tests' fleet), their JavaScript errors and the one-hop plan.
+//! in-memory fleet, `facade::testing`), their JavaScript errors and the one-hop plan.
 
 use super::*;
-use crate::facade::tests::Fleet;
+use crate::facade::testing::Fleet;
 use crate::hook_shard::testing::{block_on, hook_json, owner, s, T0};
 use crate::hook_shard::Family;
 use crate::lifecycle::MAX_RUN_INDEX_PUBLICATION_LIFETIME_MS as LEASE;

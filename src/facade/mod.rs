@@ -35,6 +35,8 @@ pub mod hooks;
 pub mod list;
 pub mod migrate;
 
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 #[cfg(test)]
 pub(crate) mod tests;
 

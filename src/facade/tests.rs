@@ -2,18 +2,13 @@
 //! cursor quirks, UTF-8 order, gap-free paging), and the legacy hook methods executed
 //! against the real hook shard cores.
 
-use std::collections::BTreeMap;
-
 use super::hooks::{legacy_claim_id, LegacyHook, Reserve, ShardCall};
 use super::list::{merge, MergedList};
+use super::testing::exec;
 use super::*;
-use crate::config::Config;
-use crate::hook_shard::driver;
-use crate::hook_shard::testing::{block_on, hook_json, owner, s, Host, World};
+use crate::hook_shard::testing::{hook_json, owner, s, World};
 use crate::hook_shard::Family;
-use crate::hop::{Args, Ctx};
-use crate::store::alarm::Alarm;
-use crate::store::MemoryStore;
+use crate::testing::block_on;
 
 const T0: i64 = 1_767_323_045_000;
 
@@ -122,28 +117,28 @@ fn targets_name_their_bindings() {
 
 // ---- list over real catalog shards ------------------------------------------------------
 
+/// The catalog shards and the archive of a [`Fleet`], called directly.
 struct Catalogs {
-    shards: BTreeMap<String, MemoryStore>,
-    archive: MemoryStore,
-    config: Config,
+    fleet: Fleet,
 }
 
 impl Catalogs {
     fn new() -> Catalogs {
-        Catalogs { shards: BTreeMap::new(), archive: MemoryStore::new(), config: Config::default() }
+        Catalogs { fleet: Fleet::new() }
     }
 
     fn shard_call(&mut self, name: &str, method: &str, args: Vec<Value>) -> Value {
-        let ctx = Ctx { now: T0, name, config: &self.config };
-        let store = self.shards.entry(name.to_string()).or_default();
-        store
-            .transaction(|st| crate::catalog::call(st, &ctx, &mut Alarm::unknown(), method, Args(&args)))
-            .unwrap_or_else(|e| panic!("{e:?}"))
+        self.fleet.catalog_call(name, method, &args).unwrap_or_else(|e| panic!("{e:?}"))
     }
 
     fn archive_call(&mut self, method: &str, args: Vec<Value>) -> Result<Value, RpcError> {
-        let ctx = Ctx { now: T0, name: "index", config: &self.config };
-        self.archive.transaction(|st| crate::index::call(st, &ctx, method, Args(&args)))
+        self.fleet.archive_call(method, args)
+    }
+
+    /// How many catalog shards hold anything.
+    fn shards_used(&self) -> usize {
+        let objects = self.fleet.world.objects.borrow();
+        objects.iter().filter(|((class, _), o)| *class == crate::catalog::CLASS && !o.store.data.is_empty()).count()
     }
 
     /// The 0.3 `putOwned` through the facade (the run is active).
@@ -215,7 +210,7 @@ fn filled(n: usize) -> (Catalogs, Vec<String>) {
 #[test]
 fn merged_pagination_is_gap_free_forward_and_reverse() {
     let (mut c, all) = filled(40);
-    assert!(c.shards.len() > 8, "runs spread over the shards");
+    assert!(c.shards_used() > 8, "runs spread over the shards");
     for reverse in [false, true] {
         let mut seen = Vec::new();
         let mut cursor: Option<Value> = None;
@@ -345,15 +340,6 @@ fn merge_rejects_malformed_pages_and_drops_duplicates() {
 
 // ---- the hook methods over the real hook shards ------------------------------------------
 
-fn exec(w: &World, call: &ShardCall) -> Result<Value, RpcError> {
-    let (family, name) = match &call.target {
-        Target::HookTokens(name) => (Family::Token, name.clone()),
-        Target::HookIds(name) => (Family::Id, name.clone()),
-        other => panic!("not a hook shard: {other:?}"),
-    };
-    block_on(driver::call(&Host { world: w, family, name }, family, call.method, Args(&call.args)))
-}
-
 /// The facade's `reserveHookToken`, driven step by step.
 fn reserve(w: &World, token: &str, who: &crate::hook_shard::records::Owner) -> Result<Value, RpcError> {
     let Ok(Route::ReserveHookToken(hook)) = route("reserveHookToken", &[s(token), who.to_value()], false) else { panic!() };
@@ -462,56 +448,7 @@ fn a_put_for_an_expired_run_is_refused_before_the_catalog() {
 
 // ---- the driver, end to end over every real core -----------------------------------------
 
-use std::cell::RefCell;
-
-use super::driver::{self as facade_driver, FacadeHost};
-
-/// Catalog shards and the archive on in-memory stores, the hook shards and run statuses of
-/// a hook-shard [`World`].
-pub(crate) struct Fleet {
-    catalogs: RefCell<Catalogs>,
-    pub(crate) world: World,
-    pub(crate) calls: RefCell<Vec<String>>,
-}
-
-impl FacadeHost for Fleet {
-    async fn call(&self, target: &Target, method: &str, args: Vec<Value>) -> Result<Value, RpcError> {
-        self.calls.borrow_mut().push(format!("{}/{}.{method}", target.env_binding(), target.instance()));
-        match target {
-            Target::Archive => self.catalogs.borrow_mut().archive_call(method, args),
-            Target::Catalog(name) => {
-                let mut catalogs = self.catalogs.borrow_mut();
-                let config = Config::default();
-                let ctx = Ctx { now: self.world.now.get(), name, config: &config };
-                let store = catalogs.shards.entry(name.clone()).or_default();
-                store.transaction(|st| crate::catalog::call(st, &ctx, &mut Alarm::unknown(), method, Args(&args)))
-            }
-            hook => exec(&self.world, &ShardCall { target: hook.clone(), method: leak(method), args }),
-        }
-    }
-
-    async fn lifecycle_status(&self, run_id: &str) -> Result<Value, RpcError> {
-        Ok(s(self.world.runs.borrow().get(run_id).map_or("missing", String::as_str)))
-    }
-}
-
-/// Shard method names are `'static` in [`ShardCall`]; the test host only forwards known ones.
-fn leak(method: &str) -> &'static str {
-    ["get", "reserve", "finalize", "publish", "releaseClaim", "releaseBatch", "claimOf", "legacyGet", "legacyPublish", "legacyReleaseBatch"]
-        .into_iter()
-        .find(|m| *m == method)
-        .unwrap_or("unknown")
-}
-
-impl Fleet {
-    pub(crate) fn new() -> Fleet {
-        Fleet { catalogs: RefCell::new(Catalogs::new()), world: World::new(), calls: RefCell::new(Vec::new()) }
-    }
-
-    fn index(&self, method: &str, args: Vec<Value>) -> Result<Value, RpcError> {
-        block_on(facade_driver::call(self, method, args, true))
-    }
-}
+use super::testing::Fleet;
 
 #[test]
 fn driver_serves_the_03_client_sequence() {
@@ -563,7 +500,7 @@ fn driver_refuses_puts_for_expired_runs_and_falls_back_on_get_misses() {
     let f = Fleet::new();
     f.world.set_run("wrun_x", "expired");
     assert_eq!(f.index("putOwned", vec![s("wrun_x"), s("runall:1:wrun_x"), s("{}")]), Ok(Value::object([("stored", Value::Bool(false))])));
-    assert!(f.catalogs.borrow().shards.values().all(|st| st.data.is_empty()));
+    assert!(f.catalog_keys().is_empty());
     // A legacy entry only the archive holds.
     f.index("put", vec![s("runall:0000000000001:wrun_old"), s("{\"runId\":\"wrun_old\"}")]).ok();
     f.calls.borrow_mut().clear();
@@ -716,7 +653,7 @@ fn driver_reads_through_to_pre_upgrade_hooks_and_they_keep_blocking() {
     let old = owner("wrun_old", "hk_old");
     let serialized = s(&hook_json(&old, "tok_old"));
     // Written by the pre-upgrade IndexDO: a published hook and an open claim.
-    let pre = |method: &str, args: Vec<Value>| f.catalogs.borrow_mut().archive_call(method, args).unwrap();
+    let pre = |method: &str, args: Vec<Value>| f.archive_call(method, args).unwrap();
     pre("finalizeHookIndexes", vec![s("tok_old"), s("hk_old"), serialized.clone(), old.to_value()]);
     let claimant = owner("wrun_claim", "hk_claim");
     assert_eq!(pre("reserveHookToken", vec![s("tok_claimed"), claimant.to_value()]), Value::object([("claimed", Value::Bool(true))]));
@@ -753,7 +690,7 @@ fn driver_reads_through_to_pre_upgrade_hooks_and_they_keep_blocking() {
 fn migration_moves_every_live_archive_entry_resumably() {
     use super::migrate::{step, STATE_KEY};
     let f = Fleet::new();
-    let pre = |method: &str, args: Vec<Value>| f.catalogs.borrow_mut().archive_call(method, args).unwrap();
+    let pre = |method: &str, args: Vec<Value>| f.archive_call(method, args).unwrap();
     // Pre-upgrade data: runs (one expired), correlation keys, hooks, an open claim, a test key.
     let mut run_keys = Vec::new();
     for i in 0..5 {

@@ -30,8 +30,8 @@ pub mod keys;
 pub mod publish;
 pub mod records;
 
-#[cfg(test)]
-pub(crate) mod testing;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 #[cfg(test)]
 mod tests;
 

@@ -41,6 +41,22 @@ pub struct Object {
     pub alarm: Option<i64>,
 }
 
+impl Object {
+    /// Run a fired alarm's pass as the shells do: one transaction, its alarm change applied
+    /// after the commit; a failed pass re-arms at [`compaction_retry`].
+    pub fn run_alarm(&mut self, now: i64, mut pass: impl FnMut(&mut dyn Store, i64, &mut Alarm) -> Result<usize, RpcError>) {
+        let mut alarm = Alarm::unknown();
+        match self.store.transaction(|store| pass(store, now, &mut alarm)) {
+            Ok(_) => apply(&mut self.alarm, alarm.change()),
+            Err(_) => {
+                let mut retry = Alarm::unknown();
+                compaction_retry(now, &mut retry);
+                apply(&mut self.alarm, retry.change());
+            }
+        }
+    }
+}
+
 pub struct World {
     pub now: Cell<i64>,
     /// `(family class, instance name)` → object.
@@ -85,7 +101,8 @@ impl ShardHost for Host<'_> {
     }
 }
 
-fn apply(slot: &mut Option<i64>, change: Option<AlarmChange>) {
+/// Apply an alarm change to an object's alarm slot.
+pub fn apply(slot: &mut Option<i64>, change: Option<AlarmChange>) {
     match change {
         Some(AlarmChange::Set(at)) => *slot = Some(at),
         Some(AlarmChange::Delete) => *slot = None,
@@ -98,6 +115,12 @@ fn apply(slot: &mut Option<i64>, change: Option<AlarmChange>) {
 pub enum Admission {
     Admitted { token_claim_id: Option<String>, hook_id_claim_id: String },
     Refused(Value),
+}
+
+impl Default for World {
+    fn default() -> Self {
+        World::new()
+    }
 }
 
 impl World {
@@ -165,16 +188,7 @@ impl World {
         let Some(object) = objects.get_mut(&(family.class(), family.shard(key))) else { return false };
         let Some(at) = object.alarm.take() else { return false };
         self.now.set(self.now.get().max(at));
-        let now = self.now.get();
-        let mut alarm = Alarm::unknown();
-        match object.store.transaction(|store| compaction::alarm(store, family, now, &mut alarm)) {
-            Ok(_) => apply(&mut object.alarm, alarm.change()),
-            Err(_) => {
-                let mut retry = Alarm::unknown();
-                compaction_retry(now, &mut retry);
-                apply(&mut object.alarm, retry.change());
-            }
-        }
+        object.run_alarm(self.now.get(), |store, now, alarm| compaction::alarm(store, family, now, alarm));
         true
     }
 
