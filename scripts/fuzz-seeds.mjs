@@ -8,7 +8,11 @@
 //  * run, stream, index, queue: the calls of each golden file to one Durable Object
 //    instance, in order, as raw-call operations (fuzz/src/lib.rs: tag 0x00, method index
 //    in the binding's whitelist, 2-byte big-endian length, body, clock byte), at most
-//    MAX_OPS calls per seed.
+//    MAX_OPS calls per seed;
+//  * shards: per golden file, its `/v1/index/*` requests (../shared/golden-0.4, or
+//    GOLDEN_040_DIR) as raw coordinator operations, their run ids renamed to the target's
+//    pool (wrun_A, wrun_B, wrun_C) and made active first, and its 0.3 `index` calls
+//    (../shared/golden) as raw facade operations (fuzz/fuzz_targets/shards.rs).
 //
 // Usage: node scripts/fuzz-seeds.mjs [target ...]
 
@@ -19,11 +23,16 @@ import { fileURLToPath } from "node:url";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const GOLDEN = process.env.GOLDEN_DIR ? resolve(process.env.GOLDEN_DIR) : resolve(ROOT, "..", "shared", "golden");
+const GOLDEN_040 = process.env.GOLDEN_040_DIR ? resolve(process.env.GOLDEN_040_DIR) : resolve(ROOT, "..", "shared", "golden-0.4");
 const CORPUS = join(ROOT, "fuzz", "corpus");
 const MAX_OPS = 24;
 const MAX_BODY = 16 * 1024;
 const BINDING_TARGETS = { runs: "run", streams: "stream", index: "index", queue: "queue" };
-export const TARGETS = ["router", "codec", "run", "stream", "index", "queue"];
+export const TARGETS = ["router", "codec", "run", "stream", "index", "queue", "shards"];
+/** The coordinator operations in the order of `IndexOp::ALL` (src/coordinator/mod.rs). */
+const INDEX_OPS = ["runs/list", "runs/commit", "runs/expire", "hooks/reserve", "hooks/finalize", "hooks/release-reservation", "hooks/release"];
+/** The shards target's run pool (`RUNS`), in order. */
+const SHARD_RUNS = ["wrun_A", "wrun_B", "wrun_C"];
 
 /** Each binding's method whitelist, in the order of `Binding::methods()` (router.rs): an
  * inline list there, or a core's `METHODS` constant it names (`&crate::stream::METHODS`). */
@@ -49,11 +58,12 @@ function whitelists() {
   return out;
 }
 
-function requests() {
+function requests(dir = GOLDEN) {
   const out = [];
-  const files = readdirSync(GOLDEN).filter((f) => f.endsWith(".jsonl")).sort();
+  if (!existsSync(dir)) return out;
+  const files = readdirSync(dir).filter((f) => f.endsWith(".jsonl")).sort();
   for (const file of files) {
-    const lines = readFileSync(join(GOLDEN, file), "utf8").split("\n").filter((l) => l.trim() !== "");
+    const lines = readFileSync(join(dir, file), "utf8").split("\n").filter((l) => l.trim() !== "");
     const rows = lines.map((l) => JSON.parse(l)).filter((r) => r.request).sort((a, b) => a.seq - b.seq);
     for (const r of rows) {
       const q = r.request;
@@ -89,6 +99,46 @@ function write(dir, bytes, written) {
   if (written.has(name)) return;
   written.add(name);
   writeFileSync(join(dir, name), bytes);
+}
+
+/** The shards target's seeds: per golden file, the 0.4 coordinator requests (run ids
+ * renamed into the pool and made active first: tag 0xD0 + 4 × run, status 0 = active) and
+ * the 0.3 `index` calls (tag 0x21: with the archive read-through), each op followed by a
+ * clock byte. */
+function shardSeeds(reqs03, indexMethods) {
+  const perFile = new Map();
+  const push = (file, op) => {
+    if (!perFile.has(file)) perFile.set(file, []);
+    perFile.get(file).push(op);
+  };
+  for (const r of requests(GOLDEN_040)) {
+    const m = r.path.match(/^\/v1\/index\/([^/]+\/[^/]+)$/);
+    const op = m ? INDEX_OPS.indexOf(m[1]) : -1;
+    if (op < 0 || r.method !== "POST" || r.body.length > 0xffff) continue;
+    push(`040/${r.file}`, { body: r.body.toString("utf8"), head: Buffer.from([op]), tail: Buffer.from([0, 3]) });
+  }
+  for (const r of reqs03) {
+    const p = rpcParts(r.path);
+    const index = p && p.binding === "index" ? indexMethods.indexOf(p.method) : -1;
+    if (index < 0 || r.method !== "POST" || r.body.length > 0xffff) continue;
+    push(`030/${r.file}`, { body: r.body.toString("utf8"), head: Buffer.from([0x21, index]), tail: Buffer.from([3]) });
+  }
+  const out = [];
+  for (const ops of perFile.values()) {
+    const runs = [];
+    for (const op of ops) for (const id of op.body.match(/wrun_[A-Za-z0-9_]+/g) ?? []) if (!runs.includes(id)) runs.push(id);
+    // Longest ids first, so that no id is renamed inside a longer one.
+    const renames = runs.slice(0, SHARD_RUNS.length).map((id, i) => [id, SHARD_RUNS[i]]).sort((a, b) => b[0].length - a[0].length);
+    const start = SHARD_RUNS.map((_, i) => Buffer.from([0xd0 + 4 * i, 3]));
+    const encoded = ops.map((op) => {
+      let body = op.body;
+      for (const [from, to] of renames) body = body.split(from).join(to);
+      const bytes = Buffer.from(body, "utf8");
+      return Buffer.concat([op.head, u16(bytes.length), bytes, op.tail]);
+    });
+    for (let i = 0; i < encoded.length; i += MAX_OPS) out.push(Buffer.concat([...start, ...encoded.slice(i, i + MAX_OPS)]));
+  }
+  return out;
 }
 
 function main() {
@@ -132,6 +182,7 @@ function main() {
   for (const { target, ops } of groups.values()) {
     for (let i = 0; i < ops.length; i += MAX_OPS) seeds[target].push(Buffer.concat(ops.slice(i, i + MAX_OPS)));
   }
+  seeds.shards.push(...shardSeeds(reqs, lists.index));
 
   for (const target of wanted) {
     if (!seeds[target]) throw new Error(`unknown target ${target}`);

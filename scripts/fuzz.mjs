@@ -3,7 +3,7 @@
 //
 //   npm run fuzz -- <target|all> [seconds] [-- libFuzzer flags...]
 //
-// Targets: router, codec, run, stream, index, queue (fuzz/fuzz_targets/). Needs the
+// Targets: router, codec, run, stream, index, queue, shards (fuzz/fuzz_targets/). Needs the
 // nightly toolchain (`rustup toolchain install nightly`); installs cargo-fuzz (crates.io,
 // pinned version) into ${XDG_CACHE_HOME:-~/.cache}/world-celld-rs/cargo-fuzz-<version>/ when
 // missing. Runs each target for `seconds` (default 60) on fuzz/corpus/<target> (the
@@ -23,9 +23,9 @@ import { join } from "node:path";
 import { ROOT, cacheRoot } from "./lib/tools.mjs";
 
 const CARGO_FUZZ_VERSION = "0.13.2";
-const TARGETS = ["router", "codec", "run", "stream", "index", "queue"];
+const TARGETS = ["router", "codec", "run", "stream", "index", "queue", "shards"];
 // Longest input: call sequences stay short (a longer one mostly re-runs its prefix).
-const MAX_LEN = { router: 16384, codec: 16384, run: 4096, stream: 4096, index: 4096, queue: 4096 };
+const MAX_LEN = { router: 16384, codec: 16384, run: 4096, stream: 4096, index: 4096, queue: 4096, shards: 4096 };
 const log = (msg) => console.log(`[fuzz] ${msg}`);
 
 function usage(code) {
