@@ -96,15 +96,19 @@ async function perfRecord() {
   const data = out ?? "perf.data";
   const before = workerdPids();
   const worker = await startWorker({ vars: { WORLD_SECRET: "bench-secret" }, scriptPath: script });
+  let ctx;
   try {
     const proc = findWorkerd(before);
-    const { ctx, w } = await warmedUp(worker, proc);
+    const warm = await warmedUp(worker, proc);
+    ctx = warm.ctx;
+    const w = warm.w;
     const rec = spawn("perf", ["record", "-q", "-F", "2000", "-g", "-p", String(proc.pid), "-o", data], { stdio: "inherit" });
     await new Promise((r) => setTimeout(r, 500));
     await drive(ctx, w, 8, Math.max(1, Math.round(ops / 8)), "run");
     rec.kill("SIGINT");
     await new Promise((r) => rec.on("exit", r));
   } finally {
+    for (const close of ctx?.cleanups ?? []) await close();
     await worker.dispose();
   }
   const report = execFileSync("perf", ["report", "-i", data, "--no-children", "--sort", "dso", "-g", "none"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
@@ -114,12 +118,13 @@ async function perfRecord() {
 
 const inspectorPort = await freePort();
 const worker = await startWorker({ vars: { WORLD_SECRET: "bench-secret" }, scriptPath: script, inspectorPort });
+let profiled;
 try {
   const targets = await (await fetch(`http://127.0.0.1:${inspectorPort}/json`)).json();
   const target = targets.find((t) => t.id?.includes("core:user")) ?? targets[0];
   const session = cdp(target.webSocketDebuggerUrl);
   await session.ready;
-  const { ctx, w } = await warmedUp(worker, null);
+  const { ctx, w } = (profiled = await warmedUp(worker, null));
   await session.send("Profiler.enable");
   await session.send("Profiler.setSamplingInterval", { interval: 100 });
   await session.send("Profiler.start");
@@ -152,5 +157,6 @@ try {
   const rows = [...self.entries()].filter(([l]) => l !== "(idle)").sort((a, b) => b[1] - a[1]).slice(0, top);
   for (const [label, n] of rows) console.log(`${((100 * n) / busy).toFixed(1).padStart(5)} %  ${label}`);
 } finally {
+  for (const close of profiled?.ctx.cleanups ?? []) await close();
   await worker.dispose();
 }

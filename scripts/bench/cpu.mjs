@@ -25,7 +25,7 @@ import os from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { SCRIPT_PATH, startWorker } from "../../tests/lib/harness.mjs";
 import { keepAliveAgent, makeRpc } from "../../tests/lib/rpc.mjs";
-import { enqueueRequest } from "../../tests/lib/queue-target.mjs";
+import { enqueueRequest, startQueueTarget } from "../../tests/lib/queue-target.mjs";
 import { ms13, worldClient } from "../../tests/lib/world-client.mjs";
 import { worldClient040 } from "../../tests/lib/world-client-040.mjs";
 import { CLK_TCK, cpuDelta, findWorkerd, sampleCpu, workerdPids } from "./proc.mjs";
@@ -129,6 +129,46 @@ export const CPU_WORKLOADS = {
     setup: enqueueSetup,
     check: enqueueCheck,
   },
+  deliver: {
+    about: "queue.enqueue of a 256 B message with delaySeconds 0 naming its lane's run, and its delivery (alarm, claim, POST to a local target, settle); one message in flight per lane",
+    ops: 1200,
+    warm: 80,
+    setup: deliverSetup,
+    lane: (ctx, lane, phase) => {
+      const runId = `wrun_bench_dl_${ctx.tag}_${lane}`;
+      return async (k) => {
+        if (!ctx.deliverRuns.has(runId)) {
+          const out = await ctx.client.createEvent(runId, laneEvent(0));
+          expect(out?.ok === true, `run_created ${runId}`, out);
+          ctx.deliverRuns.add(runId);
+        }
+        const id = `msg_bench_dl_${ctx.tag}_${phase}_${lane}_${k}`;
+        const target = ctx.deliveryTarget;
+        const arrived = new Promise((resolve) => target.waiting.set(id, resolve));
+        const req = enqueueRequest(id, target.url, { body: JSON.stringify({ id }).padEnd(256, " "), runId, delaySeconds: 0 });
+        const out = await ctx.rpc("queue", DELIVER_SHARD, "enqueue", [req]);
+        expect(out?.ok === true && out.messageId === id, "enqueue", out);
+        let timer;
+        const timeout = new Promise((resolve) => (timer = setTimeout(resolve, 30_000, false)));
+        const delivered = await Promise.race([arrived, timeout]);
+        clearTimeout(timer);
+        target.waiting.delete(id);
+        expect(delivered, `delivery of ${id} within 30 s`, id);
+        ctx.state.delivered++;
+      };
+    },
+    async check(ctx) {
+      // Each delivery is settled right after the target answers: wait for the last ones.
+      let stats;
+      for (let i = 0; i < 50; i++) {
+        stats = await ctx.rpc("queue", DELIVER_SHARD, "stats", []);
+        if (stats.pending === 0 && stats.inflight === 0) break;
+        await sleep(100);
+      }
+      expect(stats.pending === 0 && stats.inflight === 0 && stats.deadLetters === 0, "deliver: the shard drained", stats);
+      return `${ctx.state.delivered} delivered, shard drained`;
+    },
+  },
   getChunks: {
     about: `streams.getChunks, a page of ${READ_PAGE} × ${READ_CHUNK_BYTES / 1024} KiB of a closed ${READ_CHUNKS}-chunk stream`,
     ops: 4000,
@@ -213,6 +253,25 @@ function enqueueLane(ctx, runId, phase, lane, create) {
     expect(out?.ok === true && out.messageId === id, "enqueue", out);
     ctx.state.enqueued++;
   };
+}
+
+/** The queue shard of the `deliver` workload (apart from the delayed messages of `enqueue`). */
+const DELIVER_SHARD = "q:deliver";
+
+/** One delivery target per context (closed with the worker), answering 200 at once. */
+async function deliverSetup(ctx) {
+  ctx.deliverRuns ??= new Set();
+  ctx.state.delivered = 0;
+  if (!ctx.deliveryTarget) {
+    const waiting = new Map();
+    const target = await startQueueTarget((d) => {
+      waiting.get(d.id)?.(true);
+      return { status: 200 };
+    });
+    target.deliveries.length = 0;
+    ctx.deliveryTarget = Object.assign(target, { waiting });
+    ctx.cleanups.push(() => target.close());
+  }
 }
 
 async function enqueueSetup(ctx) {
@@ -317,7 +376,8 @@ function workloadFigures(latencies, d, requests, note) {
 /** The context the workloads run in, against a started worker (requests counted). */
 export function workloadContext(worker, proc, agent) {
   const rpc = makeRpc({ url: worker.url, secret: worker.secret, agent });
-  const ctx = { proc, tag: Date.now().toString(36), seq: 0, requests: 0, state: {} };
+  // `cleanups`: what a workload's setup started that lives as long as the worker.
+  const ctx = { proc, tag: Date.now().toString(36), seq: 0, requests: 0, state: {}, cleanups: [] };
   const counted = (...a) => (ctx.requests++, rpc(...a));
   counted.raw = (...a) => (ctx.requests++, rpc.raw(...a));
   const get = makeGet(worker.url, agent);
@@ -333,9 +393,10 @@ async function oneRun(build, names, opts) {
   const before = workerdPids();
   const worker = await startWorker({ vars: { WORLD_SECRET: "bench-secret" }, scriptPath: build.script, transport: "fetch" });
   const agent = opts.transport === "http" ? keepAliveAgent() : undefined;
+  let ctx;
   try {
     const proc = findWorkerd(before);
-    const ctx = workloadContext(worker, proc, agent);
+    ctx = workloadContext(worker, proc, agent);
     // One warm-up pass over every workload first (the wasm and V8's JIT tier up in
     // background threads whose CPU would otherwise land on the first workloads), then the
     // runtime's idle CPU, so that background work still going on would show.
@@ -360,6 +421,7 @@ async function oneRun(build, names, opts) {
     for (const r of Object.values(results)) r.xHealth = r.cpuMsPerOp / health;
     return { workerd: { pid: proc.pid, ppid: proc.ppid }, idleCpuMsPerS: idle.ms / (idle.wallMs / 1000), healthMs: health, loadavg: os.loadavg(), workloads: results };
   } finally {
+    for (const close of ctx?.cleanups ?? []) await close();
     agent?.destroy();
     await worker.dispose();
   }
@@ -527,6 +589,7 @@ async function interleavedRun(builds, names, opts) {
     });
   } finally {
     for (const s of started) {
+      for (const close of s.ctx.cleanups) await close();
       s.agent?.destroy();
       await s.worker.dispose();
     }
