@@ -17,7 +17,7 @@ use world_celld_rs::config::Config;
 use world_celld_rs::hop::{Args, Ctx};
 use world_celld_rs::queue;
 use world_celld_rs::queue::delivery::{claim_at_most, classify, settle, Claimed, Outcome};
-use world_celld_rs::queue::state::{clamp_time, Lifecycle, DLQ_PREFIX, DUE_PREFIX, INFLIGHT_PREFIX, MSG_PREFIX};
+use world_celld_rs::queue::state::{clamp_time, schedule_next, Lifecycle, DLQ_PREFIX, DUE_PREFIX, INFLIGHT_PREFIX, MSG_PREFIX};
 use world_celld_rs::store::alarm::{Alarm, AlarmChange};
 use world_celld_rs::store::MemoryStore;
 use world_celld_rs::wire::router::Binding;
@@ -149,6 +149,16 @@ impl Harness {
         let claimed = self.store.transaction(|s| claim_at_most(s, now, &config, &mut alarm, &is_live, MAX_PER_ALARM));
         match claimed {
             Ok(rows) => {
+                // The claim computes its alarm from what it listed (`WakeHints`): the same
+                // as listing everything again, or now + 1 when it filled its room.
+                let mut exact = Alarm::unknown();
+                schedule_next(&mut self.store, now, &mut exact).unwrap_or_else(|e| panic!("schedule_next: {e:?}"));
+                match (alarm.change(), exact.change()) {
+                    (a, b) if a == b => {}
+                    (Some(AlarmChange::Set(a)), Some(AlarmChange::Set(b))) if a == now + 1 && a <= b => {}
+                    (Some(AlarmChange::Set(a)), Some(AlarmChange::Delete)) if a == now + 1 => {}
+                    (a, b) => panic!("claim set the alarm {a:?}, listing everything gives {b:?}"),
+                }
                 self.apply(&alarm);
                 assert!(rows.len() <= config.queue_max_inflight as usize, "claimed past the in-flight cap");
                 for row in rows {

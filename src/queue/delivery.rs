@@ -53,20 +53,27 @@ pub fn claim_at_most(
     limit: usize,
 ) -> Result<Vec<Claimed>, RpcError> {
     let max_inflight = config.max_inflight()? as usize;
-    if compact_fences(store, now)? || convert_legacy_claims(store)? {
+    let fences = compact_fences(store, now)?;
+    if fences.more || convert_legacy_claims(store)? {
         alarm.set(now.saturating_add(MIN_ALARM_DELAY_MS));
         return Ok(Vec::new());
     }
+    // What this claim lists anyway tells the next wake-up most of what it needs
+    // (`WakeHints`): no 0.3 claims remain once they are converted.
+    let mut hints = WakeHints { fence_gc: fences.next, legacy: Some(false), ..WakeHints::default() };
 
     // Recover lost claims. Active claims number at most QUEUE_MAX_INFLIGHT (≤ 128), so
     // one page of PAGE + 1 keys holds them all unless many claims were lost.
     let claims = store.list(&ListOptions::prefix(INFLIGHT_PREFIX).limit(PAGE + 1))?;
     let mut active = 0usize;
     let mut recovered = 0usize;
+    // The first lease left (leases sort by deadline), when the page held them all.
+    let mut first_lease: Option<&str> = None;
     for (lease, _) in &claims {
         let lost = key_deadline(lease) <= now || !is_live(lease);
         if !lost {
             active += 1;
+            first_lease = first_lease.or(Some(lease));
             continue;
         }
         if recovered == PAGE {
@@ -94,6 +101,11 @@ pub fn claim_at_most(
         let room = (max_inflight - active).min(limit);
         let end = format!("{DUE_PREFIX}{}", pad(now.saturating_add(1)));
         let due = store.list(&ListOptions::prefix(DUE_PREFIX).end(end).limit(room))?;
+        // Room left: every due entry was taken, so the first `due:` key left is a later
+        // one (still to be listed). No room left: more may be due; wake at once.
+        if due.len() == room {
+            hints.due = Some(Some(now));
+        }
         let deadline = clamp_time(now as f64 + timeout as f64 + INFLIGHT_GRACE_MS as f64);
         for (key, text) in due {
             store.delete(&key)?;
@@ -107,7 +119,14 @@ pub fn claim_at_most(
             claimed.push(Claimed { row, lease });
         }
     }
-    schedule_next(store, now, alarm)?;
+    if claims.len() <= PAGE {
+        // Every lease was on the page: the first left is the earliest of the survivors and
+        // of this claim's new leases (all with one deadline).
+        let new_first = claimed.iter().map(|c| c.lease.as_str()).min();
+        let first = [first_lease, new_first].into_iter().flatten().min();
+        hints.inflight = Some(first.map(|lease| key_time(INFLIGHT_PREFIX, lease)));
+    }
+    schedule_next_with(store, now, alarm, hints)?;
     Ok(claimed)
 }
 
@@ -116,10 +135,24 @@ fn key_deadline(lease: &str) -> i64 {
     lease.get(INFLIGHT_PREFIX.len()..INFLIGHT_PREFIX.len() + 13).and_then(|d| d.parse().ok()).unwrap_or(0)
 }
 
+/// What [`compact_fences`] did and saw.
+struct FenceScan {
+    /// More entries are due than one pass compacts.
+    more: bool,
+    /// The time of the first entry left, when known without another list.
+    next: Option<Option<i64>>,
+}
+
 /// Step 1: compact up to [`PAGE`] due fence-compaction entries (delete the entry, and the
-/// fence when its `compactAt` is the entry's). Returns whether more are due.
-fn compact_fences(store: &mut dyn Store, now: i64) -> Result<bool, RpcError> {
+/// fence when its `compactAt` is the entry's). Usually none is due, which the first entry
+/// shows (and its time is the next fence wake-up); only then are the due ones listed.
+fn compact_fences(store: &mut dyn Store, now: i64) -> Result<FenceScan, RpcError> {
     let end = format!("{FENCE_GC_PREFIX}{}", pad(now.saturating_add(1)));
+    match store.list(&ListOptions::prefix(FENCE_GC_PREFIX).limit(1))?.first() {
+        None => return Ok(FenceScan { more: false, next: Some(None) }),
+        Some((key, _)) if *key >= end => return Ok(FenceScan { more: false, next: Some(Some(key_time(FENCE_GC_PREFIX, key))) }),
+        Some(_) => {}
+    }
     let due = store.list(&ListOptions::prefix(FENCE_GC_PREFIX).end(end).limit(PAGE + 1))?;
     for (key, text) in due.iter().take(PAGE) {
         store.delete(key)?;
@@ -132,7 +165,7 @@ fn compact_fences(store: &mut dyn Store, now: i64) -> Result<bool, RpcError> {
             }
         }
     }
-    Ok(due.len() > PAGE)
+    Ok(FenceScan { more: due.len() > PAGE, next: None })
 }
 
 /// Step 2: convert up to [`PAGE`] 0.3 claims `inflight:<id>` = deadline into

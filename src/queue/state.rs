@@ -309,38 +309,69 @@ fn due_time(key: &str) -> i64 {
 }
 
 /// The 13 digits after `prefix` as epoch ms.
-fn key_time(prefix: &str, key: &str) -> i64 {
+pub(crate) fn key_time(prefix: &str, key: &str) -> i64 {
     let digits: String = key.get(prefix.len()..).unwrap_or("").chars().take(13).take_while(char::is_ascii_digit).collect();
     digits.parse::<i64>().unwrap_or(0)
+}
+
+/// What a caller already knows about the keys [`next_wake`] reads, so that it need not
+/// list them again: each `Some` is the answer the corresponding list would give (`None`
+/// inside: no such key), each `None` a list still to make. Every storage list costs a
+/// fresh compilation of its SQL statement on the platform (its bounds are new bindings),
+/// so a claim, which has just listed most of these, passes what it saw.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WakeHints {
+    /// The time of the first `due:` key.
+    pub due: Option<Option<i64>>,
+    /// The deadline of the first in-flight lease.
+    pub inflight: Option<Option<i64>>,
+    /// The time of the first fence compaction entry.
+    pub fence_gc: Option<Option<i64>>,
+    /// Whether 0.3 `inflight:` claims remain.
+    pub legacy: Option<bool>,
 }
 
 /// The earliest of: the first `due:` time, the first in-flight deadline, the first fence
 /// compaction time, and "now" (0) while 0.3 `inflight:` claims wait for conversion.
 pub fn next_wake(store: &mut dyn Store) -> StoreResult<Option<i64>> {
-    let mut next: Option<i64> = None;
-    let mut earliest = |t: i64| {
-        if next.is_none_or(|n| t < n) {
-            next = Some(t);
-        }
+    next_wake_with(store, WakeHints::default())
+}
+
+/// [`next_wake`], listing only what `known` does not say.
+pub fn next_wake_with(store: &mut dyn Store, known: WakeHints) -> StoreResult<Option<i64>> {
+    let mut first = |prefix: &str, time: fn(&str) -> i64| -> StoreResult<Option<i64>> {
+        Ok(store.list(&ListOptions::prefix(prefix).limit(1))?.first().map(|(key, _)| time(key)))
     };
-    if let Some((key, _)) = store.list(&ListOptions::prefix(DUE_PREFIX).limit(1))?.first() {
-        earliest(due_time(key));
-    }
-    for prefix in [INFLIGHT_PREFIX, FENCE_GC_PREFIX] {
-        if let Some((key, _)) = store.list(&ListOptions::prefix(prefix).limit(1))?.first() {
-            earliest(key_time(prefix, key));
-        }
-    }
-    if !store.list(&ListOptions::prefix(LEGACY_INFLIGHT_PREFIX).limit(1))?.is_empty() {
-        earliest(0);
-    }
-    Ok(next)
+    let times = [
+        match known.due {
+            Some(t) => t,
+            None => first(DUE_PREFIX, due_time)?,
+        },
+        match known.inflight {
+            Some(t) => t,
+            None => first(INFLIGHT_PREFIX, |k| key_time(INFLIGHT_PREFIX, k))?,
+        },
+        match known.fence_gc {
+            Some(t) => t,
+            None => first(FENCE_GC_PREFIX, |k| key_time(FENCE_GC_PREFIX, k))?,
+        },
+        match known.legacy {
+            Some(any) => any.then_some(0),
+            None => first(LEGACY_INFLIGHT_PREFIX, |_| 0)?,
+        },
+    ];
+    Ok(times.into_iter().flatten().min())
 }
 
 /// "Schedule next (now)" (§6): alarm at the earliest due time / in-flight deadline
 /// (now + 1 ms if that is not in the future), or no alarm.
 pub fn schedule_next(store: &mut dyn Store, now: i64, alarm: &mut Alarm) -> StoreResult<()> {
-    match next_wake(store)? {
+    schedule_next_with(store, now, alarm, WakeHints::default())
+}
+
+/// [`schedule_next`] with what the caller already knows ([`WakeHints`]).
+pub fn schedule_next_with(store: &mut dyn Store, now: i64, alarm: &mut Alarm, known: WakeHints) -> StoreResult<()> {
+    match next_wake_with(store, known)? {
         Some(next) => alarm.set(if next <= now { now.saturating_add(MIN_ALARM_DELAY_MS) } else { next }),
         None => alarm.delete(),
     }

@@ -880,3 +880,42 @@ fn expire_run_with_an_invalid_date_answers_like_the_reference() {
         r#"{"deleted":1,"expiredAt":{"at":null}}"#
     );
 }
+
+/// A claim sets the alarm from what it listed (`WakeHints`) instead of listing every
+/// family again: it must come out exactly as a full `schedule_next` would, with several
+/// live leases of different deadlines, delayed messages, and nothing due.
+#[test]
+fn a_claims_alarm_equals_a_full_schedule() {
+    let mut sim = Sim::new();
+    let full = |sim: &mut Sim| {
+        let mut exact = Alarm::unknown();
+        crate::queue::state::schedule_next(&mut sim.store, sim.now, &mut exact).unwrap();
+        exact.get()
+    };
+    // Three claims 10 s apart: three live leases, the earliest first.
+    for i in 0..3 {
+        sim.enqueue(request(&format!("live{i}")));
+        sim.now += 1;
+        assert_eq!(sim.claim_only().len(), 1);
+        let want = full(&mut sim);
+        assert_eq!(sim.alarm, want, "claim {i}");
+        sim.now += 10_000;
+    }
+    let first_deadline = sim.alarm.unwrap();
+    // A message due an hour from now: the earliest lease deadline still comes first.
+    sim.enqueue(with(request("later"), "delaySeconds", Value::num(3600)));
+    assert!(sim.claim_only().is_empty());
+    assert_eq!(sim.alarm, Some(first_deadline));
+    let want = full(&mut sim);
+    assert_eq!(sim.alarm, want);
+    // A message due sooner than any deadline: claimed once due, then the deadlines again.
+    sim.enqueue(with(request("soon"), "delaySeconds", Value::num(5)));
+    assert!(sim.claim_only().is_empty());
+    let want = full(&mut sim);
+    assert_eq!(sim.alarm, want);
+    sim.now += 5_000;
+    assert_eq!(sim.claim_only().len(), 1);
+    assert_eq!(sim.alarm, Some(first_deadline));
+    let want = full(&mut sim);
+    assert_eq!(sim.alarm, want);
+}
