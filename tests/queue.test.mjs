@@ -182,6 +182,27 @@ test("queue: delayed messages are not delivered early", { timeout: 30_000 }, asy
   });
 });
 
+test("queue: after a burst of deliveries the alarm is exactly the next delayed message's", { timeout: 60_000 }, async () => {
+  // While deliveries run, the loop writes the alarm only when it must move earlier (a
+  // later one is left in place); its last claim must leave the exact next wake-up.
+  await withWorld({}, () => ({ status: 200 }), async ({ target, q }) => {
+    const before = Date.now();
+    await q("q:0", "enqueue", [enqueueRequest("msg_hour", target.url, { delaySeconds: 3600 })]);
+    const after = Date.now();
+    await pool(24, 8, (i) => q("q:0", "enqueue", [enqueueRequest(`msg_burst_${i}`, target.url)]));
+    assert.ok(await target.waitUntil(() => target.deliveries.length >= 24, 20_000), "the burst is delivered");
+    let stats;
+    const deadline = Date.now() + 10_000;
+    do {
+      await sleep(100);
+      stats = await q("q:0", "stats");
+    } while ((stats.inflight > 0 || stats.alarmAt < before + 3_600_000) && Date.now() < deadline);
+    assert.equal(stats.pending, 1);
+    assert.equal(stats.inflight, 0);
+    assert.ok(stats.alarmAt >= before + 3_600_000 && stats.alarmAt <= after + 3_600_000, `alarm at the delayed message's due time: ${JSON.stringify(stats)}`);
+  });
+});
+
 test("queue: restart mid-load over persisted state loses nothing", { timeout: 180_000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), "celld-queue-restart-"));
   const N = 300;

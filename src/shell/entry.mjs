@@ -257,6 +257,8 @@ class RustObject extends DurableObject {
       else await this.ctx.storage.setAlarm(alarm);
     } catch (e) {
       console.error(`${this.constructor.name}: committed, but the alarm failed: ${e}`);
+      // The Rust side (QueueDO) no longer knows what storage holds.
+      this.object?.forgetAlarm?.();
     }
   }
 
