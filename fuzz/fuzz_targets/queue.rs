@@ -1,5 +1,5 @@
 //! `QueueDO` core ([`world_celld_rs::queue::call`]) plus the alarm loop's storage steps
-//! ([`claim_at_most`], [`settle`]) driven by arbitrary sequences of calls, alarm passes,
+//! ([`claim_at_most`], [`settle`], re-arming exactly or earlier only) driven by arbitrary sequences of calls, alarm passes,
 //! delivery outcomes and instance restarts, with the shell's alarm handling (read before
 //! the call, applied after commit; the platform clears an alarm when it fires).
 //!
@@ -16,7 +16,7 @@ use libfuzzer_sys::fuzz_target;
 use world_celld_rs::config::Config;
 use world_celld_rs::hop::{Args, Ctx};
 use world_celld_rs::queue;
-use world_celld_rs::queue::delivery::{claim_at_most, classify, settle, Claimed, Outcome};
+use world_celld_rs::queue::delivery::{claim_at_most, classify, settle, Claimed, Outcome, Rearm};
 use world_celld_rs::queue::state::{clamp_time, schedule_next, Lifecycle, DLQ_PREFIX, DUE_PREFIX, INFLIGHT_PREFIX, MSG_PREFIX};
 use world_celld_rs::store::alarm::{Alarm, AlarmChange};
 use world_celld_rs::store::MemoryStore;
@@ -175,10 +175,13 @@ impl Harness {
 
     fn settle(&mut self, claimed: Claimed, u: &mut Unstructured) {
         let action = classify(&outcome(u).unwrap_or(Outcome::Response { status: 200, body: None }));
-        let mut alarm = Alarm::unknown();
+        // Both ways of re-arming: exact (four lists), or earlier only, from the alarm in
+        // place (the shell's delivery loop); the no-lost-wake-up check holds for both.
+        let (rearm, mut alarm) =
+            if u.ratio(1, 2).unwrap_or(true) { (Rearm::Exact, Alarm::unknown()) } else { (Rearm::Earlier, Alarm::new(self.alarm)) };
         let (now, config) = (self.now, self.config.clone());
         self.step_now = self.now;
-        match self.store.transaction(|s| settle(s, now, &config, &claimed, &action, &Lifecycle::unknown(), &mut alarm)) {
+        match self.store.transaction(|s| settle(s, now, &config, &claimed, &action, &Lifecycle::unknown(), rearm, &mut alarm)) {
             Ok(_) => self.apply(&alarm),
             Err(e) => panic!("settle failed: {e:?}"),
         }

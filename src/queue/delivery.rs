@@ -5,7 +5,7 @@
 
 use crate::config::Config;
 use crate::store::alarm::Alarm;
-use crate::store::{ListOptions, Store};
+use crate::store::{ListOptions, Store, StoreResult};
 use crate::wire::js::{number_to_string, to_js_string};
 use crate::wire::{RpcError, Value};
 
@@ -303,18 +303,47 @@ fn purge(store: &mut dyn Store, row: &Row) -> Result<(), RpcError> {
 
 /// Drop a claimed message of an expired run without delivering it (checked right before
 /// the POST). One transaction.
-pub fn drop_expired(store: &mut dyn Store, now: i64, claimed: &Claimed, alarm: &mut Alarm) -> Result<Settled, RpcError> {
+pub fn drop_expired(store: &mut dyn Store, now: i64, claimed: &Claimed, rearm: Rearm, alarm: &mut Alarm) -> Result<Settled, RpcError> {
     if store.get(&claimed.lease)?.is_none() {
         return Ok(Settled::Stale);
     }
     store.delete(&claimed.lease)?;
     purge(store, &claimed.row)?;
-    schedule_next(store, now, alarm)?;
+    rearm.apply(store, now, None, alarm)?;
     Ok(Settled::Purged)
 }
 
+/// How a settle (or an expired drop) re-arms the alarm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rearm {
+    /// "Schedule next" (§6): the exact next wake-up, read from storage (four lists).
+    Exact,
+    /// Earlier only: arm at most the time of the due entry the settle wrote (a retry, a
+    /// 503 redelivery), else leave the alarm. For the shell's delivery loop, which keeps
+    /// the alarm no later than the exact one and claims (computing it exactly) right after
+    /// each settle.
+    Earlier,
+}
+
+impl Rearm {
+    fn apply(self, store: &mut dyn Store, now: i64, scheduled: Option<i64>, alarm: &mut Alarm) -> StoreResult<()> {
+        match (self, scheduled) {
+            (Rearm::Exact, _) => schedule_next(store, now, alarm),
+            (Rearm::Earlier, Some(at)) => {
+                arm_at_most(at, now, alarm);
+                Ok(())
+            }
+            (Rearm::Earlier, None) => Ok(()),
+        }
+    }
+}
+
 /// Commit the outcome of one delivery of a claimed message. One transaction. `lifecycle`
-/// is what the run DO said before a retry or 503 rescheduling (see [`super::driver`]).
+/// is what the run DO said before a retry or 503 rescheduling (see [`super::driver`]);
+/// `rearm` says how the alarm follows ([`Rearm`]).
+// Each argument is a separate input of the step: the delivery (claim, action, lifecycle
+// answer), the clock, the config, and the alarm with how to re-arm it.
+#[allow(clippy::too_many_arguments)]
 pub fn settle(
     store: &mut dyn Store,
     now: i64,
@@ -322,9 +351,12 @@ pub fn settle(
     claimed: &Claimed,
     action: &Action,
     lifecycle: &Lifecycle,
+    rearm: Rearm,
     alarm: &mut Alarm,
 ) -> Result<Settled, RpcError> {
     let row = &claimed.row;
+    // The time of the due entry this settle writes, if any.
+    let mut scheduled = None;
     if store.get(&claimed.lease)?.is_none() {
         return Ok(Settled::Stale);
     }
@@ -344,7 +376,9 @@ pub fn settle(
             Settled::Purged
         }
         Action::Redeliver { timeout_seconds } => {
-            let schedule = due_key(clamp_time(now as f64 + timeout_seconds * 1000.0), &id);
+            let at = clamp_time(now as f64 + timeout_seconds * 1000.0);
+            scheduled = Some(at);
+            let schedule = due_key(at, &id);
             put_value(store, &schedule, &Value::str(id.as_str()))?;
             put_run_reference(store, row, Slot::Due(&schedule))?;
             Settled::Redelivering
@@ -363,7 +397,9 @@ pub fn settle(
                 put_run_reference(store, row, Slot::Dlq(&dead_key))?;
                 Settled::DeadLettered
             } else {
-                let schedule = due_key(clamp_time(now as f64 + backoff_seconds(attempt) * 1000.0), &id);
+                let at = clamp_time(now as f64 + backoff_seconds(attempt) * 1000.0);
+                scheduled = Some(at);
+                let schedule = due_key(at, &id);
                 put_value(store, &msg_key(&id), &updated.to_value())?;
                 put_value(store, &schedule, &Value::str(id.as_str()))?;
                 put_run_reference(store, row, Slot::Due(&schedule))?;
@@ -371,6 +407,6 @@ pub fn settle(
             }
         }
     };
-    schedule_next(store, now, alarm)?;
+    rearm.apply(store, now, scheduled, alarm)?;
     Ok(settled)
 }

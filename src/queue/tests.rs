@@ -1,7 +1,7 @@
 //! QueueDO behaviour with an injected clock, a simulated alarm and a scripted target
 //! (the reference's `test/queue-do.test.ts` checklist, spec tests.md).
 
-use super::delivery::{build_request, claim, classify, settle, Action, Body, Claimed, OutboundRequest, Outcome, Settled};
+use super::delivery::{build_request, claim, classify, settle, Action, Body, Claimed, OutboundRequest, Outcome, Rearm, Settled};
 use super::*;
 use crate::config::Config;
 use crate::store::alarm::AlarmChange;
@@ -107,7 +107,7 @@ impl Sim {
         let config = self.config.clone();
         let now = self.now;
         let action = classify(outcome);
-        let r = self.store.transaction(|s| settle(s, now, &config, claimed, &action, lifecycle, &mut alarm)).unwrap();
+        let r = self.store.transaction(|s| settle(s, now, &config, claimed, &action, lifecycle, Rearm::Exact, &mut alarm)).unwrap();
         self.apply(&alarm);
         r
     }
@@ -430,7 +430,10 @@ fn failed_settle_transactions_leave_the_message_recoverable() {
         sim.store.fail_with = Some("disk".into());
         let action = classify(&outcome);
         let now = sim.now;
-        assert!(sim.store.transaction(|s| settle(s, now, &config, &rows[0], &action, &Lifecycle::unknown(), &mut alarm)).is_err());
+        assert!(sim
+            .store
+            .transaction(|s| settle(s, now, &config, &rows[0], &action, &Lifecycle::unknown(), Rearm::Exact, &mut alarm))
+            .is_err());
         sim.store.fail_with = None;
         // Still in flight, message and key intact, alarm armed at the deadline.
         assert_eq!(sim.stats(), (0.0, 1.0, 0.0, sim.alarm));

@@ -6,7 +6,7 @@
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 
-use super::delivery::{claim, classify, drop_expired, settle, Claimed, Outcome, Settled};
+use super::delivery::{claim, classify, drop_expired, settle, Claimed, Outcome, Rearm, Settled};
 use super::driver::{self, LifecycleCache, QueueHost};
 use super::state::{self, Lifecycle, FENCE_COMPACTION_GRACE_MS};
 use super::*;
@@ -166,12 +166,12 @@ impl Sim {
         let now = self.now;
         let mut alarm = Alarm::unknown();
         let settled = if claimed.row.run_id().is_some_and(|r| before.reports_expired(&r)) {
-            self.store.transaction(|s| drop_expired(s, now, claimed, &mut alarm)).unwrap()
+            self.store.transaction(|s| drop_expired(s, now, claimed, Rearm::Exact, &mut alarm)).unwrap()
         } else {
             let action = classify(&outcome.expect("an answer"));
             let lifecycle = block_on(driver::check_row(&self.runs, &self.cache, &claimed.row)).unwrap();
             let config = self.config.clone();
-            self.store.transaction(|s| settle(s, now, &config, claimed, &action, &lifecycle, &mut alarm)).unwrap()
+            self.store.transaction(|s| settle(s, now, &config, claimed, &action, &lifecycle, Rearm::Exact, &mut alarm)).unwrap()
         };
         self.apply(alarm.change());
         settled
@@ -388,7 +388,8 @@ fn retry_and_reschedule_of_an_expired_run_drop_the_message() {
         let (now, config) = (sim.now, sim.config.clone());
         let mut alarm = Alarm::unknown();
         let action = classify(&answer);
-        let settled = sim.store.transaction(|s| settle(s, now, &config, &claimed[0], &action, &lifecycle, &mut alarm)).unwrap();
+        let settled =
+            sim.store.transaction(|s| settle(s, now, &config, &claimed[0], &action, &lifecycle, Rearm::Exact, &mut alarm)).unwrap();
         assert_eq!(settled, Settled::Purged);
         assert_eq!(sim.keys(), ["cfg"]);
     }

@@ -42,7 +42,7 @@ use super::serve::{alarm_slot, args_or_refusal, fallback_reply, go_async, now_ms
 use crate::config::Config;
 use crate::hop::{Args, Ctx};
 use crate::queue::delivery::{
-    build_request, claim_at_most, classify, drop_expired, needs_body, settle, Action, Body, Claimed, OutboundRequest, Outcome,
+    build_request, claim_at_most, classify, drop_expired, needs_body, settle, Action, Body, Claimed, OutboundRequest, Outcome, Rearm,
 };
 use crate::queue::driver::{
     self, LifecycleCache, QueueHost, HELD_METHOD, LEASE_METHOD, LIFECYCLE_METHOD, MISSING_RUNS_BINDING, REVOKE_METHOD,
@@ -216,6 +216,12 @@ impl QueueObject {
         };
         self.planned.set(at);
         self.durable.set(Some(at));
+    }
+
+    /// The alarm storage holds as a core call's starting point (unknown: any decision is
+    /// written).
+    fn held_alarm(&self) -> Alarm {
+        self.durable.get().map_or_else(Alarm::unknown, Alarm::new)
     }
 
     /// The alarm a delivery-loop pass computed (its exact next wake-up, always known): the
@@ -435,8 +441,8 @@ impl QueueObject {
         let storage = &self.storage;
         let before = self.check_row(&claimed.row).await;
         if claimed.row.run_id().is_some_and(|r| before.reports_expired(&r)) {
-            let mut alarm = Alarm::unknown();
-            match in_transaction(storage, |s| drop_expired(s, now_ms(), &claimed, &mut alarm)) {
+            let mut alarm = self.held_alarm();
+            match in_transaction(storage, |s| drop_expired(s, now_ms(), &claimed, Rearm::Earlier, &mut alarm)) {
                 Ok(_) => {
                     if let Err(e) = self.apply_loop_alarm(&alarm, false).await {
                         log_error("alarm after an expired drop", &e);
@@ -453,8 +459,9 @@ impl QueueObject {
         let action = classify(&outcome);
         let lifecycle = if action == Action::Ack { Lifecycle::unknown() } else { self.check_row(&claimed.row).await };
         let now = now_ms();
-        let mut alarm = Alarm::unknown();
-        match in_transaction(storage, |s| settle(s, now, &cfg, &claimed, &action, &lifecycle, &mut alarm)) {
+        // Only a retry moves the alarm (earlier); the loop's next claim computes it exactly.
+        let mut alarm = self.held_alarm();
+        match in_transaction(storage, |s| settle(s, now, &cfg, &claimed, &action, &lifecycle, Rearm::Earlier, &mut alarm)) {
             Ok(_) => {
                 if let Err(e) = self.apply_loop_alarm(&alarm, false).await {
                     log_error("alarm after delivery", &e);
