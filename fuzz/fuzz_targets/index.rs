@@ -42,21 +42,11 @@ const HOOKS: &[&str] = &["h1", "h2"];
 const KEYS: &[&str] = &["k:a", "k:b", "correlation:x:1", "run:wrun_A", "expired:wrun_A", "hook:tok", "hookclaim:tok", "hookid:h1"];
 
 fn owner(u: &mut Unstructured) -> Result<Value> {
-    if u.ratio(15, 16)? {
-        Ok(Value::object([("runId", Value::str(*u.choose(RUNS)?)), ("hookId", Value::str(*u.choose(HOOKS)?))]))
-    } else {
-        GEN.value(u, 1)
-    }
+    GEN.owner(u, RUNS, HOOKS)
 }
 
 fn serialized(u: &mut Unstructured, owner: &Value, token: &Value) -> Result<Value> {
-    if u.ratio(15, 16)? {
-        let mut hook = owner.as_object().cloned().unwrap_or_default();
-        hook.insert("token".into(), token.clone());
-        Ok(Value::str(Value::Object(hook).to_json().unwrap_or_default()))
-    } else {
-        GEN.value(u, 1)
-    }
+    GEN.serialized_hook(u, owner, token)
 }
 
 fn build(u: &mut Unstructured, method: &'static str) -> Result<Vec<Value>> {

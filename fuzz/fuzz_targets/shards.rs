@@ -90,22 +90,11 @@ struct Harness {
 }
 
 fn owner(u: &mut Unstructured) -> Result<Value> {
-    if u.ratio(15, 16)? {
-        Ok(Value::object([("runId", Value::str(*u.choose(RUNS)?)), ("hookId", Value::str(*u.choose(HOOKS)?))]))
-    } else {
-        GEN.value(u, 1)
-    }
+    GEN.owner(u, RUNS, HOOKS)
 }
 
-/// The client's serialized hook for `owner` and `token` (or, rarely, anything).
 fn serialized(u: &mut Unstructured, owner: &Value, token: &Value) -> Result<Value> {
-    if u.ratio(15, 16)? {
-        let mut hook = owner.as_object().cloned().unwrap_or_default();
-        hook.insert("token".into(), token.clone());
-        Ok(Value::str(Value::Object(hook).to_json().unwrap_or_default()))
-    } else {
-        GEN.value(u, 1)
-    }
+    GEN.serialized_hook(u, owner, token)
 }
 
 fn created_at(u: &mut Unstructured) -> Result<i64> {
@@ -131,6 +120,20 @@ fn hook_refs(u: &mut Unstructured) -> Result<Value> {
         .map(|_| Ok(Value::object([("hookId", GEN.id_or_value(u, HOOKS)?), ("token", GEN.id_or_value(u, TOKENS)?)])))
         .collect::<Result<Vec<_>>>()?;
     Ok(Value::Array(hooks))
+}
+
+/// `{runId, keys, hooks, expiredAt}`: the 0.4 `runs.expire` and the 0.3 `index.expireRun`.
+fn expire_request(u: &mut Unstructured) -> Result<Value> {
+    let keys = (0..u.int_in_range(0..=3)?).map(|_| run_key(u)).collect::<Result<Vec<_>>>()?;
+    object_with!(
+        u,
+        vec![
+            ("runId", GEN.id_or_value(u, RUNS)?),
+            ("keys", Value::Array(keys)),
+            ("hooks", hook_refs(u)?),
+            ("expiredAt", Value::Number(GEN.number(u)?)),
+        ],
+    )
 }
 
 fn list_options(u: &mut Unstructured) -> Result<Value> {
@@ -179,18 +182,7 @@ impl Harness {
                 };
                 vec![run, if u.ratio(15, 16)? { metadata } else { GEN.value(u, 1)? }, lease]
             }
-            IndexOp::RunsExpire => {
-                let keys = (0..u.int_in_range(0..=3)?).map(|_| run_key(u)).collect::<Result<Vec<_>>>()?;
-                vec![object_with!(
-                    u,
-                    vec![
-                        ("runId", GEN.id_or_value(u, RUNS)?),
-                        ("keys", Value::Array(keys)),
-                        ("hooks", hook_refs(u)?),
-                        ("expiredAt", Value::Number(GEN.number(u)?)),
-                    ],
-                )?]
-            }
+            IndexOp::RunsExpire => vec![expire_request(u)?],
             IndexOp::HooksReserve => vec![GEN.id_or_value(u, TOKENS)?, owner(u)?],
             IndexOp::HooksFinalize => {
                 let (token, o) = (GEN.id_or_value(u, TOKENS)?, owner(u)?);
@@ -224,18 +216,7 @@ impl Harness {
                 let o = owner(u)?;
                 vec![token, o.get("hookId").cloned().unwrap_or(Value::Null), o]
             }
-            "expireRun" => {
-                let keys = (0..u.int_in_range(0..=3)?).map(|_| run_key(u)).collect::<Result<Vec<_>>>()?;
-                vec![object_with!(
-                    u,
-                    vec![
-                        ("runId", GEN.id_or_value(u, RUNS)?),
-                        ("keys", Value::Array(keys)),
-                        ("hooks", hook_refs(u)?),
-                        ("expiredAt", Value::Number(GEN.number(u)?)),
-                    ],
-                )?]
-            }
+            "expireRun" => vec![expire_request(u)?],
             _ => vec![GEN.value(u, 2)?],
         })
     }

@@ -210,6 +210,26 @@ impl ValueGen {
         Ok(*u.choose(pool)?)
     }
 
+    /// A hook owner `{runId, hookId}` from the pools, or occasionally any value.
+    pub fn owner(&self, u: &mut Unstructured, runs: &'static [&'static str], hooks: &'static [&'static str]) -> Result<Value> {
+        if u.ratio(15, 16)? {
+            Ok(Value::object([("runId", Value::str(self.pick(u, runs)?)), ("hookId", Value::str(self.pick(u, hooks)?))]))
+        } else {
+            self.value(u, 1)
+        }
+    }
+
+    /// The client's serialized hook for `owner` and `token`, or occasionally any value.
+    pub fn serialized_hook(&self, u: &mut Unstructured, owner: &Value, token: &Value) -> Result<Value> {
+        if u.ratio(15, 16)? {
+            let mut hook = owner.as_object().cloned().unwrap_or_default();
+            hook.insert("token".into(), token.clone());
+            Ok(Value::str(Value::Object(hook).to_json().unwrap_or_default()))
+        } else {
+            self.value(u, 1)
+        }
+    }
+
     /// A string member from the pool, or occasionally any value.
     pub fn id_or_value(&self, u: &mut Unstructured, pool: &'static [&'static str]) -> Result<Value> {
         if u.ratio(15, 16)? {
