@@ -15,6 +15,10 @@
 //                                           server CPU per operation (workerd utime+stime),
 //                                           as ms and as a multiple of GET /v1/health in
 //                                           the same run; see scripts/bench/cpu.mjs
+//   node scripts/bench.mjs cpu --floor [--build …] [--interleave]
+//                                           the same, with the floor (scripts/bench/floor:
+//                                           the least work a call can cost on this
+//                                           workerd) as build A
 //   node scripts/bench.mjs --compare before.json after.json
 //
 // Each throughput workload gets a fresh worker with the default variables
@@ -55,6 +59,7 @@ function parseArgs(argv) {
     else if (a === "--fetch") opts.transport = "fetch";
     else if (a === "--verbose" || a === "-v") opts.verbose = true;
     else if (a === "--interleave") opts.interleave = true;
+    else if (a === "--floor") opts.floor = true;
     else if (a === "--runs") opts.runs = int(value(i++, a), a);
     else if (a === "--ops") opts.opsOverride = int(value(i++, a), a);
     else if (a === "--concurrency") opts.concurrency = int(value(i++, a), a);
@@ -75,7 +80,7 @@ function usage(msg) {
   console.error(
     [
       "usage: node scripts/bench.mjs [events|streams|queue …] [--http]",
-      "       node scripts/bench.mjs cpu [getRun|putOwned|writeChunk|enqueue|getChunks|event …] [--http] [--runs N] [--json out.json] [--ops N] [--concurrency N] [--build path …] [--interleave] [-v]",
+      "       node scripts/bench.mjs cpu [getRun|putOwned|writeChunk|enqueue|getChunks|event …] [--http] [--runs N] [--json out.json] [--ops N] [--concurrency N] [--build path …] [--interleave] [--floor] [-v]",
       "       node scripts/bench.mjs --compare a.json b.json",
     ].join("\n"),
   );

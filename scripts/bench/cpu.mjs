@@ -2,7 +2,7 @@
 // every figure also as a multiple of one `GET /v1/health` measured in the same run.
 //
 //   node scripts/bench.mjs cpu [workload…] [--runs N] [--http] [--json out.json]
-//                              [--ops N] [--concurrency N] [--build path …]
+//                              [--ops N] [--concurrency N] [--build path …] [--floor]
 //   node scripts/bench.mjs --compare before.json after.json
 //
 // One run = a fresh Miniflare worker; its workerd process is found below this Node
@@ -16,6 +16,10 @@
 // ratios). With several --build paths the builds alternate A B B A … per run; with
 // --interleave every build's worker runs at once and each workload alternates between
 // the builds in slices, so the machine's drift over minutes hits every build alike.
+// --floor adds the floor (scripts/bench/floor/index.js) as build A: a hand-written
+// JavaScript worker that does each call's platform work (the request, one hop, the same
+// storage reads and writes, a JSON answer) and nothing else, so B/A is what a build costs
+// beyond the least a call can cost on this workerd. It serves FLOOR_WORKLOADS only.
 
 import { createHash } from "node:crypto";
 import { execFileSync } from "node:child_process";
@@ -23,6 +27,7 @@ import { readFileSync, readdirSync, writeFileSync, existsSync, statSync } from "
 import http from "node:http";
 import os from "node:os";
 import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import { SCRIPT_PATH, startWorker } from "../../tests/lib/harness.mjs";
 import { keepAliveAgent, makeRpc } from "../../tests/lib/rpc.mjs";
 import { enqueueRequest, startQueueTarget } from "../../tests/lib/queue-target.mjs";
@@ -32,6 +37,10 @@ import { CLK_TCK, cpuDelta, findWorkerd, sampleCpu, workerdPids } from "./proc.m
 import { percentile } from "./stats.mjs";
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** The floor worker (see the header) and the workloads it serves. */
+export const FLOOR_SCRIPT = join(dirname(fileURLToPath(import.meta.url)), "floor", "index.js");
+export const FLOOR_WORKLOADS = ["health", "getRun", "putOwned", "enqueue", "event"];
 const STEP_INPUT = new Uint8Array(64).fill(7);
 const CHUNK_64K = Uint8Array.from({ length: 64 * 1024 }, (_, j) => (j * 7) & 0xff);
 const READ_CHUNKS = 64;
@@ -599,8 +608,14 @@ async function interleavedRun(builds, names, opts) {
 export async function cpuMode(names, opts) {
   for (const n of names) if (!(n in CPU_WORKLOADS)) throw new Error(`unknown cpu workload ${n} (have: ${Object.keys(CPU_WORKLOADS).join(", ")})`);
   names = [...new Set(names)].filter((n) => n !== "health");
+  if (opts.floor) {
+    const unserved = names.filter((n) => !FLOOR_WORKLOADS.includes(n));
+    if (unserved.length) throw new Error(`--floor serves ${FLOOR_WORKLOADS.join(", ")} only, not ${unserved.join(", ")}`);
+    if (!names.length) names = FLOOR_WORKLOADS.filter((n) => n !== "health");
+  }
   if (!names.length) names = Object.keys(CPU_WORKLOADS).filter((n) => n !== "health");
-  const builds = (opts.builds.length ? opts.builds : [SCRIPT_PATH]).map((p, i) => ({ label: String.fromCharCode(65 + i), ...buildInfo(p), runs: [] }));
+  const paths = [...(opts.floor ? [FLOOR_SCRIPT] : []), ...(opts.builds.length ? opts.builds : [SCRIPT_PATH])];
+  const builds = paths.map((p, i) => ({ label: String.fromCharCode(65 + i), ...buildInfo(p), runs: [] }));
   const transportName = opts.transport === "http" ? "node:http keep-alive" : "fetch (undici)";
   console.log(`# cpu: transport ${transportName}, concurrency ${opts.concurrency}, ${opts.runs} run(s), CLK_TCK ${CLK_TCK}, ${os.cpus().length} CPUs, load ${os.loadavg().map((x) => x.toFixed(2)).join(" ")}`);
   for (const b of builds) console.log(`# build ${b.label}: ${b.script} (commit ${b.commit ?? "?"}, sha256 ${b.buildSha256}, built ${b.builtAt})`);
