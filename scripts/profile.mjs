@@ -6,6 +6,11 @@
 //
 //   node scripts/profile.mjs <workload> [--ops N] [--build path] [--top N] [--out file.cpuprofile]
 //   node scripts/profile.mjs <workload> --perf [--out perf.data]
+//   node scripts/profile.mjs <workload> --perf --against <build> [--build path]
+//
+// `--against` records the workload on two builds, the `--against` one first (`floor` for
+// the floor of `bench:cpu --floor`, scripts/bench/floor), and prints the symbols whose
+// samples grew most from it to `--build` over the same operations: where the extra CPU goes.
 //
 // For readable wasm frames build with `node scripts/build.mjs --profiling` first.
 // `--perf` records the whole workerd process with Linux `perf` instead (needs `perf` on
@@ -17,7 +22,7 @@ import { createServer } from "node:net";
 import { join, resolve } from "node:path";
 import WebSocket from "ws";
 import { SCRIPT_PATH, startWorker } from "../tests/lib/harness.mjs";
-import { CPU_WORKLOADS, drive, workloadContext } from "./bench/cpu.mjs";
+import { CPU_WORKLOADS, FLOOR_SCRIPT, drive, workloadContext } from "./bench/cpu.mjs";
 import { findWorkerd, workerdPids } from "./bench/proc.mjs";
 
 const args = process.argv.slice(2);
@@ -30,6 +35,7 @@ if (perf) args.splice(args.indexOf("--perf"), 1);
 const ops = Number(opt("--ops", "2000"));
 const top = Number(opt("--top", "40"));
 const out = opt("--out", null);
+const againstOpt = opt("--against", null);
 let script = resolve(opt("--build", SCRIPT_PATH));
 if (!script.endsWith(".js")) script = join(script, "index.js");
 const name = args[0];
@@ -76,8 +82,16 @@ function cdp(url) {
   };
 }
 
+if (perf && againstOpt) {
+  const against = againstOpt === "floor" ? FLOOR_SCRIPT : resolve(againstOpt.endsWith(".js") ? againstOpt : join(againstOpt, "index.js"));
+  const base = out ?? "perf";
+  const a = await perfRecord(against, `${base}-a.data`);
+  const b = await perfRecord(script, `${base}-b.data`);
+  perfDiff(a, b);
+  process.exit(0);
+}
 if (perf) {
-  await perfRecord();
+  await perfRecord(script, out ?? "perf.data");
   process.exit(0);
 }
 
@@ -92,8 +106,7 @@ async function warmedUp(worker, proc) {
 }
 
 /** `perf record` of the workerd process while the workload runs, then the split by code. */
-async function perfRecord() {
-  const data = out ?? "perf.data";
+async function perfRecord(script, data) {
   const before = workerdPids();
   const worker = await startWorker({ vars: { WORLD_SECRET: "bench-secret" }, scriptPath: script });
   let ctx;
@@ -114,6 +127,28 @@ async function perfRecord() {
   const report = execFileSync("perf", ["report", "-i", data, "--no-children", "--sort", "dso", "-g", "none"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
   console.log(`# ${name}: workerd CPU by code (${data}; \`perf report -i ${data}\` for more)`);
   for (const line of report.split("\n").filter((l) => /^\s+\d/.test(l)).slice(0, 8)) console.log(line);
+  return data;
+}
+
+/** Samples per symbol of a recording (self time). */
+function perfSymbols(data) {
+  const text = execFileSync("perf", ["report", "-i", data, "--no-children", "--sort", "sym", "-g", "none", "-F", "sample,sym"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"], maxBuffer: 1 << 28 });
+  const counts = new Map();
+  for (const line of text.split("\n")) {
+    const m = /^\s*(\d+)\s+\[.\]\s+(.*)$/.exec(line);
+    if (m) counts.set(m[2].slice(0, 120), (counts.get(m[2].slice(0, 120)) ?? 0) + Number(m[1]));
+  }
+  return counts;
+}
+
+/** The symbols whose samples grew most from recording `a` to `b` (same number of operations). */
+function perfDiff(a, b) {
+  const [x, y] = [perfSymbols(a), perfSymbols(b)];
+  const total = (m) => [...m.values()].reduce((s, n) => s + n, 0);
+  const [tx, ty] = [total(x), total(y)];
+  console.log(`# ${name}: ${tx} samples on ${a}, ${ty} on ${b} (${(ty / tx).toFixed(3)}×), ${ops} operations each; most grown symbols (samples: difference, ${a}, ${b})`);
+  const names = [...new Set([...x.keys(), ...y.keys()])].sort((p, q) => (y.get(q) ?? 0) - (x.get(q) ?? 0) - ((y.get(p) ?? 0) - (x.get(p) ?? 0)));
+  for (const n of names.slice(0, top)) console.log(`${String((y.get(n) ?? 0) - (x.get(n) ?? 0)).padStart(7)} ${String(x.get(n) ?? 0).padStart(7)} ${String(y.get(n) ?? 0).padStart(7)}  ${n}`);
 }
 
 const inspectorPort = await freePort();
