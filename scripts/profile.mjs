@@ -36,8 +36,9 @@ const ops = Number(opt("--ops", "2000"));
 const top = Number(opt("--top", "40"));
 const out = opt("--out", null);
 const againstOpt = opt("--against", null);
-let script = resolve(opt("--build", SCRIPT_PATH));
-if (!script.endsWith(".js")) script = join(script, "index.js");
+/** A build's worker module: `path` itself when it names a .js file, else its index.js. */
+const moduleOf = (path) => (path.endsWith(".js") ? resolve(path) : join(resolve(path), "index.js"));
+const script = moduleOf(opt("--build", SCRIPT_PATH));
 const name = args[0];
 if (!CPU_WORKLOADS[name]) {
   console.error(`usage: node scripts/profile.mjs <${Object.keys(CPU_WORKLOADS).join("|")}> [--ops N] [--build path] [--top N] [--out file]`);
@@ -83,7 +84,7 @@ function cdp(url) {
 }
 
 if (perf && againstOpt) {
-  const against = againstOpt === "floor" ? FLOOR_SCRIPT : resolve(againstOpt.endsWith(".js") ? againstOpt : join(againstOpt, "index.js"));
+  const against = againstOpt === "floor" ? FLOOR_SCRIPT : moduleOf(againstOpt);
   const base = out ?? "perf";
   const a = await perfRecord(against, `${base}-a.data`);
   const b = await perfRecord(script, `${base}-b.data`);
@@ -136,7 +137,9 @@ function perfSymbols(data) {
   const counts = new Map();
   for (const line of text.split("\n")) {
     const m = /^\s*(\d+)\s+\[.\]\s+(.*)$/.exec(line);
-    if (m) counts.set(m[2].slice(0, 120), (counts.get(m[2].slice(0, 120)) ?? 0) + Number(m[1]));
+    if (!m) continue;
+    const symbol = m[2].slice(0, 120);
+    counts.set(symbol, (counts.get(symbol) ?? 0) + Number(m[1]));
   }
   return counts;
 }
@@ -147,8 +150,9 @@ function perfDiff(a, b) {
   const total = (m) => [...m.values()].reduce((s, n) => s + n, 0);
   const [tx, ty] = [total(x), total(y)];
   console.log(`# ${name}: ${tx} samples on ${a}, ${ty} on ${b} (${(ty / tx).toFixed(3)}×), ${ops} operations each; most grown symbols (samples: difference, ${a}, ${b})`);
-  const names = [...new Set([...x.keys(), ...y.keys()])].sort((p, q) => (y.get(q) ?? 0) - (x.get(q) ?? 0) - ((y.get(p) ?? 0) - (x.get(p) ?? 0)));
-  for (const n of names.slice(0, top)) console.log(`${String((y.get(n) ?? 0) - (x.get(n) ?? 0)).padStart(7)} ${String(x.get(n) ?? 0).padStart(7)} ${String(y.get(n) ?? 0).padStart(7)}  ${n}`);
+  const rows = [...new Set([...x.keys(), ...y.keys()])].map((n) => [n, x.get(n) ?? 0, y.get(n) ?? 0]);
+  rows.sort((p, q) => q[2] - q[1] - (p[2] - p[1]));
+  for (const [n, na, nb] of rows.slice(0, top)) console.log(`${String(nb - na).padStart(7)} ${String(na).padStart(7)} ${String(nb).padStart(7)}  ${n}`);
 }
 
 const inspectorPort = await freePort();

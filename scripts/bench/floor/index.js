@@ -28,7 +28,11 @@ const CATALOG_SHARDS = 16;
 const date = (iso) => ({ __type: "Date", iso });
 const parseArgs = (body) => JSON.parse(utf8.decode(body));
 
-/** FNV-1a over UTF-16 code units: the catalog shard of a run. */
+/**
+ * FNV-1a over UTF-16 code units: the catalog shard of a run. The twin of `shardOf` in
+ * tests/lib/world-client.mjs, which this module cannot import (Miniflare loads it from its
+ * own folder, and that file needs Node's Buffer).
+ */
 function shardOf(s) {
   let h = 0x811c9dc5;
   for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193) >>> 0;
