@@ -1,10 +1,13 @@
 //! The [`Store`] trait over a SQLite-backed object's synchronous KV API
-//! (`ctx.storage.kv`). [`run_sync`] runs one synchronous core call on it (its writes held
-//! back until it succeeds, see [`Writes`]); [`in_transaction`], used between the awaits of
-//! the asynchronous paths, runs one inside `ctx.storage.transactionSync`, rolled back when
-//! it returns `Err`. Neither API is wrapped by the `worker` crate, so they are bound here.
+//! (`ctx.storage.kv`), and each object's storage ([`ObjectStorage`]: the platform's
+//! storage, its KV API, and the object's [`ReadCache`]). [`run_sync`] runs one synchronous
+//! core call on it (its writes held back until it succeeds, see [`Writes`]);
+//! [`in_transaction`], used between the awaits of the asynchronous paths, runs one inside
+//! `ctx.storage.transactionSync`, rolled back when it returns `Err`. Neither API is wrapped
+//! by the `worker` crate, so they are bound here.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
+use std::ops::Deref;
 
 use js_sys::{Function, Object, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
@@ -12,6 +15,7 @@ use wasm_bindgen::JsCast;
 use worker::Storage;
 
 use crate::store::buffered::{run_buffered, Fallback};
+use crate::store::cached::{Cached, ReadCache};
 use crate::store::read_only::ReadOnly;
 use crate::store::{ListOptions, Store, StoreResult, Stored};
 use crate::wire::RpcError;
@@ -50,8 +54,8 @@ pub fn js_error(e: &JsValue) -> RpcError {
 
 /// [`Store`] on `ctx.storage.kv`. Text values are stored as JavaScript strings, bytes as a
 /// `Uint8Array` (which the platform stores and returns as is).
-pub struct KvStore {
-    kv: SyncKv,
+pub struct KvStore<'a> {
+    kv: &'a SyncKv,
 }
 
 /// A value read back from storage: a string is text, a `Uint8Array` bytes, `undefined` (or
@@ -68,7 +72,7 @@ fn stored(key: &str, v: JsValue) -> StoreResult<Option<Stored>> {
     }
 }
 
-impl Store for KvStore {
+impl Store for KvStore<'_> {
     fn get_value(&mut self, key: &str) -> StoreResult<Option<Stored>> {
         let v = self.kv.kv_get(key).map_err(|e| js_error(&e))?;
         stored(key, v)
@@ -166,36 +170,111 @@ impl Writes {
     }
 }
 
+/// One object's storage: the platform's [`Storage`] (what the alarm calls use, through
+/// `Deref`), its synchronous KV API, read once, and the object's [`ReadCache`], which the
+/// calls of [`run_sync`] and [`read_only`] read through and every other path empties
+/// after its writes (see `crate::store::cached`).
+pub struct ObjectStorage {
+    storage: Storage,
+    kv: SyncKv,
+    cache: RefCell<ReadCache>,
+    /// Set when a call had to run without the cache because it was in use (no path does
+    /// that: calls on one object never nest; this only keeps such a bug from reading
+    /// stale values). The cache is emptied before its next use.
+    stale: Cell<bool>,
+}
+
+impl Deref for ObjectStorage {
+    type Target = Storage;
+    fn deref(&self) -> &Storage {
+        &self.storage
+    }
+}
+
+impl ObjectStorage {
+    pub fn new(storage: Storage) -> Self {
+        let raw: &RawStorage = storage.as_raw().unchecked_ref();
+        let kv = raw.kv();
+        ObjectStorage { storage, kv, cache: RefCell::new(ReadCache::new()), stale: Cell::new(false) }
+    }
+
+    fn raw(&self) -> &RawStorage {
+        self.storage.as_raw().unchecked_ref()
+    }
+
+    fn kv_store(&self) -> KvStore<'_> {
+        KvStore { kv: &self.kv }
+    }
+
+    /// `f` on the KV store read through the cache.
+    fn cached<T>(&self, f: impl FnOnce(&mut dyn Store) -> T) -> T {
+        let mut kv = self.kv_store();
+        match self.cache.try_borrow_mut() {
+            Ok(mut cache) => {
+                if self.stale.replace(false) {
+                    cache.clear();
+                }
+                f(&mut Cached::new(&mut kv, &mut cache))
+            }
+            Err(_) => {
+                self.stale.set(true);
+                f(&mut kv)
+            }
+        }
+    }
+
+    /// Forget what the cache holds: writes bypassed it.
+    fn invalidate(&self) {
+        match self.cache.try_borrow_mut() {
+            Ok(mut cache) => cache.clear(),
+            Err(_) => self.stale.set(true),
+        }
+    }
+}
+
 /// Run `f` on the object's storage in the given mode (see [`Writes`]): its result, or,
 /// for a buffered call, what the class must do instead ([`Fallback`]: call again inside a
-/// transaction, or abort the object).
+/// transaction, or abort the object). Reads and buffered writes go through the object's
+/// cache; direct writes (inside a transaction that may roll back) bypass it and empty it.
 pub fn run_sync<T>(
-    storage: &Storage,
+    storage: &ObjectStorage,
     writes: Writes,
     f: impl FnOnce(&mut dyn Store) -> Result<T, RpcError>,
 ) -> Result<Result<T, RpcError>, Fallback> {
     match writes {
         Writes::Refused => Ok(read_only(storage, f)),
-        Writes::Direct => Ok(f(&mut kv_store(storage))),
-        Writes::Buffered => run_buffered(&mut kv_store(storage), f),
+        Writes::Direct => {
+            let out = f(&mut storage.kv_store());
+            storage.invalidate();
+            Ok(out)
+        }
+        Writes::Buffered => {
+            let out = storage.cached(|store| run_buffered(store, f));
+            if matches!(out, Err(Fallback::Abort(_))) {
+                // Some of the writes may be in storage: the object is aborted anyway.
+                storage.invalidate();
+            }
+            out
+        }
     }
 }
 
 /// Run `f` on the object's storage with no transaction, on a store that refuses writes.
-pub fn read_only<T>(storage: &Storage, f: impl FnOnce(&mut dyn Store) -> Result<T, RpcError>) -> Result<T, RpcError> {
-    f(&mut ReadOnly(kv_store(storage)))
-}
-
-fn kv_store(storage: &Storage) -> KvStore {
-    let raw: &RawStorage = storage.as_raw().unchecked_ref();
-    KvStore { kv: raw.kv() }
+pub fn read_only<T>(storage: &ObjectStorage, f: impl FnOnce(&mut dyn Store) -> Result<T, RpcError>) -> Result<T, RpcError> {
+    storage.cached(|store| f(&mut ReadOnly(store)))
 }
 
 /// Run `f` over the object's storage as one synchronous transaction. `Err` rolls back
-/// every write `f` made.
-pub fn in_transaction<T>(storage: &Storage, f: impl FnOnce(&mut dyn Store) -> Result<T, RpcError>) -> Result<T, RpcError> {
-    let raw: &RawStorage = storage.as_raw().unchecked_ref();
-    let mut store = KvStore { kv: raw.kv() };
+/// every write `f` made. The writes bypass the object's cache, which is emptied after.
+pub fn in_transaction<T>(storage: &ObjectStorage, f: impl FnOnce(&mut dyn Store) -> Result<T, RpcError>) -> Result<T, RpcError> {
+    let out = transaction(storage, f);
+    storage.invalidate();
+    out
+}
+
+fn transaction<T>(storage: &ObjectStorage, f: impl FnOnce(&mut dyn Store) -> Result<T, RpcError>) -> Result<T, RpcError> {
+    let raw = storage.raw();
+    let mut store = storage.kv_store();
     let outcome: RefCell<Option<Result<T, RpcError>>> = RefCell::new(None);
     let mut f = Some(f);
     {

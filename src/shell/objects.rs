@@ -7,9 +7,10 @@
 use js_sys::Array;
 use wasm_bindgen::prelude::*;
 use worker::worker_sys::DurableObjectState;
-use worker::{Env, Storage};
+use worker::Env;
 
 use super::env::config;
+use super::kv::ObjectStorage;
 use super::serve::serve_sync;
 use crate::config::Config;
 use crate::hop::{Args, Ctx};
@@ -20,13 +21,13 @@ use crate::wire::{RpcError, Value};
 /// What the synchronous objects keep per instance: storage and the configuration, read
 /// once.
 struct Object {
-    storage: Storage,
+    storage: ObjectStorage,
     config: Config,
 }
 
 impl Object {
     fn new(state: DurableObjectState, env: &Env) -> Self {
-        Object { storage: worker::State::from(state).storage(), config: config(env) }
+        Object { storage: ObjectStorage::new(worker::State::from(state).storage()), config: config(env) }
     }
 }
 
@@ -43,7 +44,7 @@ pub struct StreamObject(Object);
 
 impl StreamObject {
     /// The instance's storage (for the binary methods of `stream_route.rs`).
-    pub(super) fn storage(&self) -> &Storage {
+    pub(super) fn storage(&self) -> &ObjectStorage {
         &self.0.storage
     }
 }

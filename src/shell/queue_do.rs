@@ -37,7 +37,7 @@ use worker::{Env, State};
 use super::alarm::apply_alarm;
 use super::call::call_env;
 use super::env::config;
-use super::kv::{in_transaction, read_only, run_sync, Writes};
+use super::kv::{in_transaction, read_only, run_sync, ObjectStorage, Writes};
 use super::serve::{alarm_slot, args_or_refusal, fallback_reply, go_async, now_ms, result_reply};
 use crate::config::Config;
 use crate::hop::{Args, Ctx};
@@ -144,7 +144,7 @@ impl Drop for ResetOnDrop<'_> {
 
 #[wasm_bindgen(js_name = QueueObject)]
 pub struct QueueObject {
-    storage: worker::Storage,
+    storage: ObjectStorage,
     env: Env,
     /// Runs seen expired and the lifecycle leases held (the authoritative checks skip
     /// their hop).
@@ -601,7 +601,7 @@ impl QueueObject {
     #[wasm_bindgen(constructor)]
     pub fn new(state: DurableObjectState, env: Env) -> QueueObject {
         QueueObject {
-            storage: State::from(state).storage(),
+            storage: ObjectStorage::new(State::from(state).storage()),
             env: env.clone(),
             lifecycle: LifecycleCache::default(),
             name: RefCell::new(None),

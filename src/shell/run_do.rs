@@ -7,12 +7,12 @@ use futures_util::future::join_all;
 use js_sys::Array;
 use wasm_bindgen::prelude::*;
 use worker::worker_sys::DurableObjectState;
-use worker::{Env, State, Storage};
+use worker::{Env, State};
 
 use super::alarm::apply_alarm;
 use super::call::{call_do, call_env};
 use super::env::config;
-use super::kv::in_transaction;
+use super::kv::{in_transaction, ObjectStorage};
 use super::serve::{args_or_refusal, go_async, now_ms, result_reply, serve_sync};
 use crate::config::Config;
 use crate::facade::Target;
@@ -33,15 +33,14 @@ fn is_async(method: &str) -> bool {
 
 #[wasm_bindgen(js_name = RunObject)]
 pub struct RunObject {
-    state: State,
-    storage: Storage,
+    storage: ObjectStorage,
     env: Env,
     config: Config,
 }
 
 /// The cleanup loop's view of this object: its storage and the other namespaces.
 struct Host<'a> {
-    state: &'a State,
+    storage: &'a ObjectStorage,
     env: &'a Env,
 }
 
@@ -50,15 +49,15 @@ impl CleanupHost for Host<'_> {
         &self,
         f: impl FnOnce(&mut dyn Store, i64, &mut Alarm) -> std::result::Result<T, RpcError>,
     ) -> std::result::Result<T, RpcError> {
-        let storage = self.state.storage();
+        let storage = self.storage;
         let mut alarm = Alarm::unknown();
         let now = now_ms();
-        let (out, revocations) = in_transaction(&storage, |s| {
+        let (out, revocations) = in_transaction(storage, |s| {
             let mut watch = Watch::new(s);
             let out = f(&mut watch, now, &mut alarm)?;
             Ok((out, watch.finish(now)?))
         })?;
-        apply_alarm(&storage, alarm.change()).await?;
+        apply_alarm(storage, alarm.change()).await?;
         revoke(self.env, &revocations).await;
         Ok(out)
     }
@@ -94,7 +93,7 @@ async fn revoke(env: &Env, revocations: &[Revocation]) {
 
 impl RunObject {
     fn host(&self) -> Host<'_> {
-        Host { state: &self.state, env: &self.env }
+        Host { storage: &self.storage, env: &self.env }
     }
 }
 
@@ -116,7 +115,7 @@ impl RunObject {
     pub fn new(state: DurableObjectState, env: Env) -> RunObject {
         let config = config(&env);
         let state = State::from(state);
-        RunObject { storage: state.storage(), state, env, config }
+        RunObject { storage: ObjectStorage::new(state.storage()), env, config }
     }
 
     /// One RPC: `[status, body, alarm]`, status 0 for `cleanupNow` (see `serve.rs`). The

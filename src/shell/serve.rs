@@ -20,17 +20,15 @@
 //!
 //! Read-only methods (learnt once from `readOnly()`) run on a store that refuses writes.
 
-use js_sys::{Array, Uint8Array};
-use wasm_bindgen::JsValue;
-use worker::Storage;
-
-use super::kv::{run_sync, Writes};
+use super::kv::{run_sync, ObjectStorage, Writes};
 use crate::config::Config;
 use crate::hop::{answer, decode_args, Args, Ctx};
 use crate::store::alarm::{Alarm, AlarmChange};
 use crate::store::buffered::Fallback;
 use crate::store::Store;
 use crate::wire::{RpcError, Value};
+use js_sys::{Array, Uint8Array};
+use wasm_bindgen::JsValue;
 
 /// Current time in epoch milliseconds.
 pub fn now_ms() -> i64 {
@@ -83,7 +81,7 @@ pub fn fallback_reply(fallback: &Fallback) -> Array {
 /// asked for (see [`Writes`]).
 #[allow(clippy::too_many_arguments)]
 pub fn serve_sync(
-    storage: &Storage,
+    storage: &ObjectStorage,
     read_only: &[&str],
     cfg: &Config,
     method: &str,

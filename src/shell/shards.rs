@@ -20,7 +20,7 @@ use worker::{Env, State, Storage};
 use super::alarm::apply_alarm;
 use super::call::call_env;
 use super::env::config;
-use super::kv::in_transaction;
+use super::kv::{in_transaction, ObjectStorage};
 use super::serve::{args_or_refusal, go_async, now_ms, result_reply, serve_sync};
 use crate::config::Config;
 use crate::hook_shard::driver::{self as hook_driver, ShardHost, MISSING_RUNS_BINDING};
@@ -38,7 +38,7 @@ async fn current_alarm(storage: &Storage) -> Result<Option<i64>, RpcError> {
 
 /// One compaction pass in one transaction, then its alarm; a failed pass (rolled back)
 /// re-arms at now + 1000 ms.
-async fn compact(storage: &Storage, class: &str, pass: impl FnOnce(&mut dyn Store, i64, &mut Alarm) -> Result<usize, RpcError>) {
+async fn compact(storage: &ObjectStorage, class: &str, pass: impl FnOnce(&mut dyn Store, i64, &mut Alarm) -> Result<usize, RpcError>) {
     let now = now_ms();
     let mut alarm = Alarm::unknown();
     if let Err(e) = in_transaction(storage, |store| pass(store, now, &mut alarm)) {
@@ -58,7 +58,7 @@ const CATALOG_READ_ONLY: [&str; 1] = ["list"];
 
 #[wasm_bindgen(js_name = CatalogObject)]
 pub struct CatalogObject {
-    storage: Storage,
+    storage: ObjectStorage,
     config: Config,
 }
 
@@ -66,7 +66,7 @@ pub struct CatalogObject {
 impl CatalogObject {
     #[wasm_bindgen(constructor)]
     pub fn new(state: DurableObjectState, env: Env) -> CatalogObject {
-        CatalogObject { storage: State::from(state).storage(), config: config(&env) }
+        CatalogObject { storage: ObjectStorage::new(State::from(state).storage()), config: config(&env) }
     }
 
     /// The methods that never write, comma-separated (see `serve.rs`).
@@ -112,7 +112,7 @@ impl CatalogObject {
 /// One hook shard instance of either family.
 struct HookShard {
     family: Family,
-    state: State,
+    storage: ObjectStorage,
     env: Env,
     config: Config,
 }
@@ -126,11 +126,11 @@ struct Host<'a> {
 
 impl ShardHost for Host<'_> {
     async fn transact<T>(&self, f: impl FnOnce(&mut dyn Store, i64, &mut Alarm) -> Result<T, RpcError>) -> Result<T, RpcError> {
-        let storage = self.shard.state.storage();
-        let mut alarm = if self.reads_alarm { Alarm::new(current_alarm(&storage).await?) } else { Alarm::unknown() };
+        let storage = &self.shard.storage;
+        let mut alarm = if self.reads_alarm { Alarm::new(current_alarm(storage).await?) } else { Alarm::unknown() };
         let now = now_ms();
-        let out = in_transaction(&storage, |store| f(store, now, &mut alarm))?;
-        apply_alarm(&storage, alarm.change()).await?;
+        let out = in_transaction(storage, |store| f(store, now, &mut alarm))?;
+        apply_alarm(storage, alarm.change()).await?;
         Ok(out)
     }
 
@@ -142,7 +142,7 @@ impl ShardHost for Host<'_> {
 impl HookShard {
     fn new(family: Family, state: DurableObjectState, env: Env) -> HookShard {
         let config = config(&env);
-        HookShard { family, state: State::from(state), env, config }
+        HookShard { family, storage: ObjectStorage::new(State::from(state).storage()), env, config }
     }
 
     fn is_async(&self, method: &str) -> bool {
@@ -154,7 +154,7 @@ impl HookShard {
             return go_async();
         }
         let family = self.family;
-        serve_sync(&self.state.storage(), &[], &self.config, method, name, body, direct, |store, ctx, alarm, m, args| {
+        serve_sync(&self.storage, &[], &self.config, method, name, body, direct, |store, ctx, alarm, m, args| {
             crate::hook_shard::call(store, family, ctx.now, alarm, m, args)
         })
     }
@@ -170,8 +170,7 @@ impl HookShard {
 
     async fn alarm(&self) {
         let family = self.family;
-        compact(&self.state.storage(), family.class(), |store, now, alarm| crate::hook_shard::compaction::alarm(store, family, now, alarm))
-            .await;
+        compact(&self.storage, family.class(), |store, now, alarm| crate::hook_shard::compaction::alarm(store, family, now, alarm)).await;
     }
 }
 

@@ -17,6 +17,7 @@
 
 pub mod alarm;
 pub mod buffered;
+pub mod cached;
 pub mod js_args;
 mod memory;
 pub mod page;
