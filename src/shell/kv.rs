@@ -12,7 +12,8 @@ use std::ops::Deref;
 use js_sys::{Function, Object, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use worker::Storage;
+use worker::worker_sys::DurableObjectState;
+use worker::{State, Storage};
 
 use crate::store::buffered::{run_buffered, Fallback};
 use crate::store::cached::{Cached, ReadCache};
@@ -192,7 +193,9 @@ impl Deref for ObjectStorage {
 }
 
 impl ObjectStorage {
-    pub fn new(storage: Storage) -> Self {
+    /// The storage of the instance whose state the platform hands the constructor.
+    pub fn of(state: DurableObjectState) -> Self {
+        let storage = State::from(state).storage();
         let raw: &RawStorage = storage.as_raw().unchecked_ref();
         let kv = raw.kv();
         ObjectStorage { storage, kv, cache: RefCell::new(ReadCache::new()), stale: Cell::new(false) }

@@ -27,7 +27,7 @@ struct Object {
 
 impl Object {
     fn new(state: DurableObjectState, env: &Env) -> Self {
-        Object { storage: ObjectStorage::new(worker::State::from(state).storage()), config: config(env) }
+        Object { storage: ObjectStorage::of(state), config: config(env) }
     }
 }
 

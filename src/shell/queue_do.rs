@@ -32,7 +32,7 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use worker::worker_sys::web_sys;
 use worker::worker_sys::DurableObjectState;
-use worker::{Env, State};
+use worker::Env;
 
 use super::alarm::apply_alarm;
 use super::call::call_env;
@@ -601,7 +601,7 @@ impl QueueObject {
     #[wasm_bindgen(constructor)]
     pub fn new(state: DurableObjectState, env: Env) -> QueueObject {
         QueueObject {
-            storage: ObjectStorage::new(State::from(state).storage()),
+            storage: ObjectStorage::of(state),
             env: env.clone(),
             lifecycle: LifecycleCache::default(),
             name: RefCell::new(None),

@@ -7,7 +7,7 @@ use futures_util::future::join_all;
 use js_sys::Array;
 use wasm_bindgen::prelude::*;
 use worker::worker_sys::DurableObjectState;
-use worker::{Env, State};
+use worker::Env;
 
 use super::alarm::apply_alarm;
 use super::call::{call_do, call_env};
@@ -114,8 +114,7 @@ impl RunObject {
     #[wasm_bindgen(constructor)]
     pub fn new(state: DurableObjectState, env: Env) -> RunObject {
         let config = config(&env);
-        let state = State::from(state);
-        RunObject { storage: ObjectStorage::new(state.storage()), env, config }
+        RunObject { storage: ObjectStorage::of(state), env, config }
     }
 
     /// One RPC: `[status, body, alarm]`, status 0 for `cleanupNow` (see `serve.rs`). The

@@ -20,6 +20,9 @@
 //!
 //! Read-only methods (learnt once from `readOnly()`) run on a store that refuses writes.
 
+use js_sys::{Array, Uint8Array};
+use wasm_bindgen::JsValue;
+
 use super::kv::{run_sync, ObjectStorage, Writes};
 use crate::config::Config;
 use crate::hop::{answer, decode_args, Args, Ctx};
@@ -27,8 +30,6 @@ use crate::store::alarm::{Alarm, AlarmChange};
 use crate::store::buffered::Fallback;
 use crate::store::Store;
 use crate::wire::{RpcError, Value};
-use js_sys::{Array, Uint8Array};
-use wasm_bindgen::JsValue;
 
 /// Current time in epoch milliseconds.
 pub fn now_ms() -> i64 {

@@ -15,7 +15,7 @@
 use js_sys::Array;
 use wasm_bindgen::prelude::*;
 use worker::worker_sys::DurableObjectState;
-use worker::{Env, State, Storage};
+use worker::{Env, Storage};
 
 use super::alarm::apply_alarm;
 use super::call::call_env;
@@ -66,7 +66,7 @@ pub struct CatalogObject {
 impl CatalogObject {
     #[wasm_bindgen(constructor)]
     pub fn new(state: DurableObjectState, env: Env) -> CatalogObject {
-        CatalogObject { storage: ObjectStorage::new(State::from(state).storage()), config: config(&env) }
+        CatalogObject { storage: ObjectStorage::of(state), config: config(&env) }
     }
 
     /// The methods that never write, comma-separated (see `serve.rs`).
@@ -142,7 +142,7 @@ impl ShardHost for Host<'_> {
 impl HookShard {
     fn new(family: Family, state: DurableObjectState, env: Env) -> HookShard {
         let config = config(&env);
-        HookShard { family, storage: ObjectStorage::new(State::from(state).storage()), env, config }
+        HookShard { family, storage: ObjectStorage::of(state), env, config }
     }
 
     fn is_async(&self, method: &str) -> bool {
