@@ -15,10 +15,12 @@
 //                                           server CPU per operation (workerd utime+stime),
 //                                           as ms and as a multiple of GET /v1/health in
 //                                           the same run; see scripts/bench/cpu.mjs
-//   node scripts/bench.mjs cpu --floor [--build …] [--interleave]
+//   node scripts/bench.mjs cpu --floor [--build …] [--interleave [--slices N]]
 //                                           the same, with the floor (scripts/bench/floor:
 //                                           the least work a call can cost on this
-//                                           workerd) as build A
+//                                           workerd) as build A; interleaved runs also
+//                                           give B/A over paired slices with its 95 %
+//                                           confidence interval (N slices per run, 4)
 //   node scripts/bench.mjs --compare before.json after.json
 //
 // Each throughput workload gets a fresh worker with the default variables
@@ -61,6 +63,7 @@ function parseArgs(argv) {
     else if (a === "--interleave") opts.interleave = true;
     else if (a === "--floor") opts.floor = true;
     else if (a === "--runs") opts.runs = int(value(i++, a), a);
+    else if (a === "--slices") opts.slices = int(value(i++, a), a);
     else if (a === "--ops") opts.opsOverride = int(value(i++, a), a);
     else if (a === "--concurrency") opts.concurrency = int(value(i++, a), a);
     else if (a === "--json") opts.json = value(i++, a);
@@ -80,7 +83,7 @@ function usage(msg) {
   console.error(
     [
       "usage: node scripts/bench.mjs [events|streams|queue …] [--http]",
-      "       node scripts/bench.mjs cpu [getRun|putOwned|writeChunk|enqueue|getChunks|event …] [--http] [--runs N] [--json out.json] [--ops N] [--concurrency N] [--build path …] [--interleave] [--floor] [-v]",
+      "       node scripts/bench.mjs cpu [getRun|putOwned|writeChunk|enqueue|getChunks|event …] [--http] [--runs N] [--json out.json] [--ops N] [--concurrency N] [--build path …] [--interleave [--slices N]] [--floor] [-v]",
       "       node scripts/bench.mjs --compare a.json b.json",
     ].join("\n"),
   );

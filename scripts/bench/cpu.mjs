@@ -16,6 +16,9 @@
 // ratios). With several --build paths the builds alternate A B B A … per run; with
 // --interleave every build's worker runs at once and each workload alternates between
 // the builds in slices, so the machine's drift over minutes hits every build alike.
+// Interleaved comparisons also give B/A over the paired slices (slice k of two builds ran
+// back to back): the geometric mean of the slice ratios with its 95 % confidence interval
+// (`--slices N` per run, default 4), so "within the noise" is a statement, not a guess.
 // --floor adds the floor (scripts/bench/floor/index.js) as build A: a hand-written
 // JavaScript worker that does each call's platform work (the request, one hop, the same
 // storage reads and writes, a JSON answer) and nothing else, so B/A is what a build costs
@@ -34,7 +37,7 @@ import { enqueueRequest, startQueueTarget } from "../../tests/lib/queue-target.m
 import { ms13, worldClient } from "../../tests/lib/world-client.mjs";
 import { worldClient040 } from "../../tests/lib/world-client-040.mjs";
 import { CLK_TCK, cpuDelta, findWorkerd, sampleCpu, workerdPids } from "./proc.mjs";
-import { percentile } from "./stats.mjs";
+import { pairedRatio, percentile } from "./stats.mjs";
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -451,6 +454,8 @@ function summarize(runs) {
     for (const f of ["ops", "requestsPerOp", "cpuMsPerOp", "userCpuMsPerOp", "sysCpuMsPerOp", "threadCpuMsPerOp", "xHealth", "opsPerS", "p50", "p95", "p99"]) m[f] = median(rs.map((r) => r[f]));
     m.xHealthMin = Math.min(...rs.map((r) => r.xHealth));
     m.xHealthMax = Math.max(...rs.map((r) => r.xHealth));
+    // Interleaved runs only: every slice of every run, in run order.
+    if (rs.every((r) => r.slices)) m.slices = rs.flatMap((r) => r.slices);
     out.workloads[key] = m;
   }
   return out;
@@ -496,16 +501,42 @@ export function formatBuild(b, nRuns) {
   return table(["workload", "ops", "req/op", "server CPU ms/op", nRuns > 1 ? "× health (min–max)" : "× health", "ops/s", "p50 / p95 / p99 ms"], rows);
 }
 
-export function formatCompare(a, b, la = "A", lb = "B") {
+/**
+ * B/A of one figure over the paired slices of two interleaved builds (slice k of each ran
+ * next to each other in time): the geometric mean of the slices' ratios and its 95 %
+ * confidence interval, `null` when the builds were not measured slice by slice.
+ */
+export function sliceRatio(x, y, field) {
+  if (!x.slices || !y.slices || x.slices.length !== y.slices.length || x.slices.length < 2) return null;
+  return pairedRatio(
+    x.slices.map((s) => s[field]),
+    y.slices.map((s) => s[field]),
+  );
+}
+
+const ci = (r) => (r ? `${f(r.ratio)} (${f(r.low)}–${f(r.high)})` : "-");
+
+/**
+ * The A → B table. `paired`: A and B are builds of one interleaved run, so their slices
+ * pair up (never for builds from two separate files, whose slices did not run together).
+ */
+export function formatCompare(a, b, la = "A", lb = "B", paired = true) {
   const names = Object.keys(a.summary.workloads).filter((n) => n in b.summary.workloads);
+  let pairs = 0;
   const rows = names.map((n) => {
     const x = a.summary.workloads[n];
     const y = b.summary.workloads[n];
     // The user share (utime), without the kernel's storage writeback: see proc.mjs.
     const user = Number.isFinite(x.userCpuMsPerOp) ? `${f(x.userCpuMsPerOp, 3)} → ${f(y.userCpuMsPerOp, 3)} (${f(y.userCpuMsPerOp / x.userCpuMsPerOp)})` : "-";
-    return [n, `${f(x.cpuMsPerOp, 3)} → ${f(y.cpuMsPerOp, 3)}`, `${f(x.xHealth)} → ${f(y.xHealth)}`, f(y.xHealth / x.xHealth), user, `${f(x.opsPerS, 0)} → ${f(y.opsPerS, 0)}`, `${f(x.p99, 1)} → ${f(y.p99, 1)}`];
+    const cpu = paired ? sliceRatio(x, y, "cpuMsPerOp") : null;
+    if (cpu) pairs = cpu.n;
+    const userRatio = paired ? sliceRatio(x, y, "userCpuMsPerOp") : null;
+    return [n, `${f(x.cpuMsPerOp, 3)} → ${f(y.cpuMsPerOp, 3)}`, `${f(x.xHealth)} → ${f(y.xHealth)}`, f(y.xHealth / x.xHealth), user, ci(cpu), ci(userRatio), `${f(x.opsPerS, 0)} → ${f(y.opsPerS, 0)}`, `${f(x.p99, 1)} → ${f(y.p99, 1)}`];
   });
-  return [`${la} → ${lb}`, table(["workload", "CPU ms/op", "× health", "B/A (× health)", "user CPU ms/op (B/A)", "ops/s", "p99 ms"], rows)].join("\n");
+  const header = ["workload", "CPU ms/op", "× health", "B/A (× health)", "user CPU ms/op (B/A)", "paired B/A CPU (95 % CI)", "paired B/A user CPU", "ops/s", "p99 ms"];
+  const lines = [`${la} → ${lb}`, table(header, rows)];
+  if (pairs) lines.push(`# paired: ${pairs} slice pairs per workload (interleaved; each pair ran back to back), geometric mean of B/A and its 95 % interval (t on the logarithms); an interval that contains 1.00 is no difference at this confidence`);
+  return lines.join("\n");
 }
 
 /**
@@ -516,6 +547,7 @@ export function formatCompare(a, b, la = "A", lb = "B") {
  */
 const SLICES = 4;
 async function interleavedRun(builds, names, opts) {
+  const slices = opts.slices ?? SLICES;
   const started = [];
   try {
     for (const b of builds) {
@@ -550,13 +582,15 @@ async function interleavedRun(builds, names, opts) {
         await drive(ctx, w, opts.concurrency, warmPerLane, "warm");
         ctx.state.perLane = perLane;
         // `ms`, `userMs`, `sysMs`, `threadMs`, `wallMs`, `ticks`: the slices' summed `cpuDelta`.
-        acc.push({ lanes: Array.from({ length: opts.concurrency }, (_, lane) => w.lane(ctx, lane, "run")), latencies: [], ms: 0, userMs: 0, sysMs: 0, threadMs: 0, wallMs: 0, ticks: 0, requests: 0, done: 0 });
+        // `slices`: each slice's own figures per operation, for the paired comparison of
+        // builds (`formatCompare`): slice k of two builds ran next to each other in time.
+        acc.push({ lanes: Array.from({ length: opts.concurrency }, (_, lane) => w.lane(ctx, lane, "run")), latencies: [], slices: [], ms: 0, userMs: 0, sysMs: 0, threadMs: 0, wallMs: 0, ticks: 0, requests: 0, done: 0 });
       }
       await sleep(100);
-      for (let slice = 0; slice < SLICES; slice++) {
+      for (let slice = 0; slice < slices; slice++) {
         const idx = started.map((_, j) => j);
         if (slice % 2) idx.reverse();
-        const count = Math.floor((perLane * (slice + 1)) / SLICES) - Math.floor((perLane * slice) / SLICES);
+        const count = Math.floor((perLane * (slice + 1)) / slices) - Math.floor((perLane * slice) / slices);
         for (const j of idx) {
           const { ctx } = started[j];
           const a = acc[j];
@@ -572,6 +606,8 @@ async function interleavedRun(builds, names, opts) {
             }),
           );
           const d = cpuDelta(c0, sampleCpu(ctx.proc));
+          const sliceOps = count * a.lanes.length;
+          a.slices.push({ cpuMsPerOp: d.ms / sliceOps, userCpuMsPerOp: d.userMs / sliceOps });
           a.ms += d.ms;
           a.userMs += d.userMs;
           a.sysMs += d.sysMs;
@@ -586,7 +622,7 @@ async function interleavedRun(builds, names, opts) {
       for (let j = 0; j < started.length; j++) {
         const a = acc[j];
         const note = w.check ? await w.check(started[j].ctx) : "";
-        results[j][key] = workloadFigures(a.latencies, a, a.requests, note);
+        results[j][key] = { ...workloadFigures(a.latencies, a, a.requests, note), slices: a.slices };
       }
     }
     return started.map((s, j) => {
@@ -619,7 +655,7 @@ export async function cpuMode(names, opts) {
   const transportName = opts.transport === "http" ? "node:http keep-alive" : "fetch (undici)";
   console.log(`# cpu: transport ${transportName}, concurrency ${opts.concurrency}, ${opts.runs} run(s), CLK_TCK ${CLK_TCK}, ${os.cpus().length} CPUs, load ${os.loadavg().map((x) => x.toFixed(2)).join(" ")}`);
   for (const b of builds) console.log(`# build ${b.label}: ${b.script} (commit ${b.commit ?? "?"}, sha256 ${b.buildSha256}, built ${b.builtAt})`);
-  if (opts.interleave) console.log(`# interleaved: every build's worker at once, each workload in ${SLICES} slices per build, builds alternating slice by slice`);
+  if (opts.interleave) console.log(`# interleaved: every build's worker at once, each workload in ${opts.slices ?? SLICES} slices per build, builds alternating slice by slice`);
   for (let r = 0; r < opts.runs; r++) {
     const order = r % 2 === 0 ? builds : [...builds].reverse();
     const together = opts.interleave ? await interleavedRun(order, names, opts) : null;
@@ -665,5 +701,6 @@ export function compareFiles(files) {
   const oa = docs[0].options;
   const ob = docs[docs.length - 1].options;
   if (oa.transport !== ob.transport || oa.concurrency !== ob.concurrency) console.log(`# warning: different options (${oa.transport}/${oa.concurrency} vs ${ob.transport}/${ob.concurrency})`);
-  console.log(formatCompare(a, b, la, lb));
+  // Slices pair up only within one file's interleaved run.
+  console.log(formatCompare(a, b, la, lb, docs.length === 1));
 }

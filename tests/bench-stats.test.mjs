@@ -1,0 +1,74 @@
+// The statistics behind `bench:cpu --interleave`'s paired comparison (scripts/bench/stats.mjs,
+// `sliceRatio` in scripts/bench/cpu.mjs): Student's t quantiles, and the geometric mean of
+// paired ratios with its 95 % interval, checked against values worked out by hand.
+
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { pairedRatio, t975 } from "../scripts/bench/stats.mjs";
+import { formatCompare, sliceRatio } from "../scripts/bench/cpu.mjs";
+
+const close = (x, y, eps, what) => assert.ok(Math.abs(x - y) <= eps, `${what}: ${x} vs ${y}`);
+
+test("t975: the table, and the series beyond it within 0.001 of the exact quantiles", () => {
+  assert.equal(t975(1), 12.706);
+  assert.equal(t975(19), 2.093);
+  assert.equal(t975(30), 2.042);
+  // Exact values: t(0.975; 40) = 2.0211, t(0.975; 60) = 2.0003, t(0.975; 120) = 1.9799.
+  close(t975(40), 2.0211, 0.001, "df 40");
+  close(t975(60), 2.0003, 0.001, "df 60");
+  close(t975(120), 1.9799, 0.001, "df 120");
+  assert.ok(Number.isNaN(t975(0)));
+});
+
+test("pairedRatio: a constant ratio has no spread", () => {
+  const a = [1, 2, 4, 8];
+  const r = pairedRatio(a, a.map((x) => x * 1.1));
+  close(r.ratio, 1.1, 1e-12, "ratio");
+  close(r.low, 1.1, 1e-12, "low");
+  close(r.high, 1.1, 1e-12, "high");
+  assert.equal(r.n, 4);
+});
+
+test("pairedRatio: the geometric mean and the t interval on the logarithms", () => {
+  // Ratios e^0.1, e^-0.1, e^0.3, e^0.1: log mean 0.1, sd sqrt(0.08 / 3), n 4, t 3.182.
+  const a = [1, 1, 1, 1];
+  const b = [Math.exp(0.1), Math.exp(-0.1), Math.exp(0.3), Math.exp(0.1)];
+  const r = pairedRatio(a, b);
+  const half = 3.182 * (Math.sqrt(0.08 / 3) / 2);
+  close(r.ratio, Math.exp(0.1), 1e-12, "ratio");
+  close(r.low, Math.exp(0.1 - half), 1e-12, "low");
+  close(r.high, Math.exp(0.1 + half), 1e-12, "high");
+  assert.ok(r.low < 1 && r.high > 1, "this spread contains 1: no difference at 95 %");
+});
+
+test("pairedRatio: too few pairs, or a non-positive figure, give no interval", () => {
+  const one = pairedRatio([2], [3]);
+  close(one.ratio, 1.5, 1e-12, "one pair");
+  assert.ok(Number.isNaN(one.low) && Number.isNaN(one.high));
+  const zero = pairedRatio([1, 0], [1, 1]);
+  assert.ok(Number.isNaN(zero.ratio) && Number.isNaN(zero.low));
+});
+
+test("formatCompare prints the paired interval only for builds measured slice by slice", () => {
+  const slices = (xs) => xs.map((x) => ({ cpuMsPerOp: x, userCpuMsPerOp: x / 2 }));
+  const figures = (cpu, s) => ({ ops: 8, requestsPerOp: 1, cpuMsPerOp: cpu, userCpuMsPerOp: cpu / 2, xHealth: cpu, opsPerS: 1, p50: 1, p95: 1, p99: 1, ...(s ? { slices: slices(s) } : {}) });
+  const build = (cpu, s) => ({ summary: { healthMs: 1, workloads: { getRun: figures(cpu, s) } } });
+  const a = build(1, [1, 1, 1, 1]);
+  const b = build(1.2, [1.2, 1.2, 1.2, 1.2]);
+  close(sliceRatio(a.summary.workloads.getRun, b.summary.workloads.getRun, "cpuMsPerOp").ratio, 1.2, 1e-12, "slice ratio");
+  const text = formatCompare(a, b);
+  assert.match(text, /1\.20 \(1\.20–1\.20\)/);
+  assert.match(text, /# paired: 4 slice pairs per workload/);
+  // Separate runs (no slices): no paired column figures, no paired line.
+  const plain = formatCompare(build(1), build(1.2));
+  assert.doesNotMatch(plain, /# paired/);
+  assert.equal(sliceRatio(build(1).summary.workloads.getRun, b.summary.workloads.getRun, "cpuMsPerOp"), null);
+});
+
+test("formatCompare pairs no slices of builds that did not run together", () => {
+  const figures = (cpu) => ({ ops: 8, requestsPerOp: 1, cpuMsPerOp: cpu, userCpuMsPerOp: cpu, xHealth: cpu, opsPerS: 1, p50: 1, p95: 1, p99: 1, slices: [{ cpuMsPerOp: cpu, userCpuMsPerOp: cpu }, { cpuMsPerOp: cpu, userCpuMsPerOp: cpu }] });
+  const build = (cpu) => ({ summary: { healthMs: 1, workloads: { getRun: figures(cpu) } } });
+  // Two separate files' builds (`--compare a.json b.json`): their slices are not pairs.
+  assert.doesNotMatch(formatCompare(build(1), build(2), "a.json", "b.json", false), /# paired|2\.00 \(/);
+  assert.match(formatCompare(build(1), build(2)), /2\.00 \(2\.00–2\.00\)/);
+});
