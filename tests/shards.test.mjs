@@ -237,3 +237,34 @@ function tokenShard(token) {
 test("shard names: the spec's vectors", () => {
   assert.equal(tokenShard("token_same"), TOKENS_SAME);
 });
+
+test("facade: a run key's putOwned answers as the driver did when the lifecycle call cannot be made", async () => {
+  // The router makes the lifecycle hop and the upsert itself (facade plan 3); anything it
+  // cannot judge goes back to the facade's driver, so this answer is the driver's, unchanged.
+  const bare = await startWorker({ omitBindings: ["WORKFLOW_DB"] });
+  try {
+    const r = await bare.rpc.raw("index", "index", "putOwned", ["wrun_nobinding", "run:wf:0000000000001:wrun_nobinding", "{}"]);
+    assert.equal(r.status, 500);
+    assert.deepEqual(r.value, { error: { name: "Error", message: "world-celld index missing binding WORKFLOW_DB" } });
+    const stored = await bare.rpc("index", "index", "get", ["run:wf:0000000000001:wrun_nobinding"]);
+    assert.equal(stored, null, "nothing upserted");
+  } finally {
+    await bare.dispose();
+  }
+});
+
+test("facade: a run key's putOwned of a live or missing run is stored, then refused from expiry on", async () => {
+  const runId = "wrun_plan3";
+  const key = `run:wf:0000000000002:${runId}`;
+  assert.deepEqual(await ix("putOwned", [runId, key, '{"s":"missing"}']), { stored: true }, "no run yet");
+  await createRun(runId);
+  assert.deepEqual(await ix("putOwned", [runId, key, '{"s":"active"}']), { stored: true });
+  assert.equal(await ix("get", [key]), '{"s":"active"}');
+  await completeRun(runId);
+  assert.deepEqual(await ix("putOwned", [runId, key, '{"s":"terminal"}']), { stored: true });
+  await w.rpc("runs", runId, "cleanupNow", [{ retentionMs: 1, queueShards: 1 }]);
+  assert.deepEqual(await ixRaw("putOwned", [runId, key, '{"s":"late"}']).then((r) => [r.status, r.text]), [200, '{"stored":false}']);
+  // Refused: the entry stays as it was (the cleanup expired the run's own keys, which
+  // carry its real creation time; this one was written by hand).
+  assert.equal(await ix("get", [key]), '{"s":"terminal"}');
+});

@@ -115,6 +115,19 @@ export const CPU_WORKLOADS = {
       };
     },
   },
+  putOwnedRun: {
+    about: "index.putOwned of a run: key (the client's write at every run status change; the facade asks the run's lifecycle status first; runs not created)",
+    ops: 2000,
+    lane: (ctx, lane, phase) => {
+      const runId = `wrun_bench_pr_${ctx.tag}_${phase}_${lane}`;
+      const at = ms13(new Date());
+      const key = `run:bench:${at}:${runId}`;
+      return async (k) => {
+        const out = await ctx.rpc("index", "index", "putOwned", [runId, key, JSON.stringify({ runId, createdAt: at, status: k % 2 ? "running" : "pending" })]);
+        expect(out?.stored === true, "putOwnedRun", out);
+      };
+    },
+  },
   writeChunk: {
     about: "streams.writeChunk of a 64 KiB Uint8Array (one stream per lane)",
     ops: 2000,

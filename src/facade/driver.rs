@@ -9,7 +9,7 @@ use futures_util::future::join_all;
 
 use super::hooks::{LegacyHook, Reserve, ShardCall};
 use super::list::merge;
-use super::{archive, expiry, refuses_put, route, run_get_hit, run_get_options, Route, Target};
+use super::{archive, expiry, refused_put, refuses_put, route, run_get_hit, run_get_options, Route, Target};
 use crate::hook_shard::family::LEGACY_GET;
 use crate::wire::{RpcError, Value};
 
@@ -46,7 +46,7 @@ pub async fn call<H: FacadeHost>(host: &H, method: &str, args: Vec<Value>, with_
         }
         Route::PutRun { target, run_id, key, value } => {
             if refuses_put(&host.lifecycle_status(&run_id).await?) {
-                return Ok(Value::object([("stored", Value::Bool(false))]));
+                return Ok(refused_put());
             }
             host.call(&target, "upsertKey", vec![Value::String(run_id), Value::String(key), value]).await
         }

@@ -232,3 +232,36 @@ pub fn run_get_hit(key: &str, page: &Value) -> Option<Value> {
 pub fn refuses_put(lifecycle_status: &Value) -> bool {
     lifecycle_status.as_str() == Some("expired")
 }
+
+/// The answer to a legacy `putOwned` that [`refuses_put`].
+pub fn refused_put() -> Value {
+    Value::object([("stored", Value::Bool(false))])
+}
+
+/// The run DO method whose answer [`refuses_put`] judges.
+pub const LIFECYCLE_METHOD: &str = "getLifecycleStatus";
+
+/// What an answer of [`LIFECYCLE_METHOD`] (its HTTP status and body bytes) means for a
+/// legacy `putOwned` of a run key, judged as the driver judges the value it parses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PutVerdict {
+    /// Upsert the key.
+    Upsert = 0,
+    /// Answer [`refused_put`].
+    Refuse = 1,
+    /// An error answer, or a body that is not JSON: let the driver call again and answer
+    /// as it does for such answers (the status is a read, so asking twice is harmless).
+    Driver = 2,
+}
+
+/// The [`PutVerdict`] of a lifecycle answer.
+pub fn put_verdict(status: u16, body: &[u8]) -> PutVerdict {
+    if status != 200 {
+        return PutVerdict::Driver;
+    }
+    match std::str::from_utf8(body).ok().and_then(|text| Value::parse(text).ok()) {
+        Some(answer) if refuses_put(&answer) => PutVerdict::Refuse,
+        Some(_) => PutVerdict::Upsert,
+        None => PutVerdict::Driver,
+    }
+}

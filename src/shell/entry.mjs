@@ -118,12 +118,37 @@ async function facade(env, decision, body) {
     const ns = plan[0] === 2 ? env[plan[1]] : undefined;
     if (plan[0] === 1) reply = [plan[1], plan[2]];
     else if (ns) reply = await hop(ns, plan[2], plan[3], plan.length > 4 ? plan[4] : body);
+    else if (plan[0] === 3) reply = await lifecycleThenHop(env, method, body, plan);
     else reply = await wasm.facadeCall(env, method, body);
   } catch (e) {
     noteCritical(e);
     return respond(wasm.hopFailed(String(e?.message ?? e)));
   }
   return new Response(reply[1], { status: reply[0], headers: JSON_HEADERS });
+}
+
+/**
+ * Facade plan 3 (a `run:`/`runall:` key's `putOwned`): the run's lifecycle status, judged in
+ * Rust, then the upsert or the refusal. An answer the verdict does not know (an error, a
+ * hop that failed, a missing binding) takes the facade's driver, which asks again (a read)
+ * and answers as it always has.
+ */
+async function lifecycleThenHop(env, method, body, plan) {
+  const [, runsEnv, runId, lifecycleMethod, lifecycleBody, env2, instance, method2, body2, refusal] = plan;
+  const runs = env[runsEnv];
+  const ns = env[env2];
+  if (runs && ns) {
+    let status;
+    try {
+      status = await hop(runs, runId, lifecycleMethod, lifecycleBody);
+    } catch {
+      status = null;
+    }
+    const verdict = status === null ? 2 : wasm.facadePutVerdict(status[0], status[1]);
+    if (verdict === 1) return [200, refusal];
+    if (verdict === 0) return hop(ns, instance, method2, body2);
+  }
+  return wasm.facadeCall(env, method, body);
 }
 
 /** `I<op>`: one `/v1/index/*` operation over the index shards (src/shell/index_route.rs). */

@@ -19,7 +19,7 @@ use super::call::{call_env, hop_raw};
 use super::serve::{args_or_refusal, now_ms, result_reply};
 use crate::facade::driver::{self, FacadeHost};
 use crate::facade::migrate::{self, MigrationCache};
-use crate::facade::{route, Route, Target};
+use crate::facade::{put_verdict, refused_put, route, Route, Target, LIFECYCLE_METHOD};
 use crate::wire::router::Binding;
 use crate::wire::{RpcError, Value};
 
@@ -66,7 +66,7 @@ impl FacadeHost for Host {
 
     async fn lifecycle_status(&self, run_id: &str) -> Result<Value, RpcError> {
         let env_name = Binding::Runs.env_name();
-        call_env(&self.env, env_name, missing(env_name), run_id, "getLifecycleStatus", Vec::new()).await
+        call_env(&self.env, env_name, missing(env_name), run_id, LIFECYCLE_METHOD, Vec::new()).await
     }
 }
 
@@ -95,13 +95,17 @@ pub async fn facade_call(env: Env, method: String, body: Vec<u8>) -> Array {
 }
 
 /// The facade's synchronous plan for a call that is one hop (a `correlation:` key's
-/// `putOwned`, a call the table sends to the archive unchanged), so the router makes that
-/// hop itself without this module's asynchronous machinery (which costs more than the hop):
-/// `[1, status, body]` answer (a body the router refuses), `[2, ENV, instance, method]`
-/// hop with the body as received, `[2, ENV, instance, method, body]` hop with this body,
-/// or `[0]`: call [`facade_call`]. The shard's answer is the call's answer as it is, as
-/// [`facade_call`] would give it. Only while this isolate's view of the migration is fresh
-/// (see [`with_archive`]); a stale view takes [`facade_call`], which re-reads it.
+/// `putOwned`, a call the table sends to the archive unchanged) or two (a `run:`/`runall:`
+/// key's `putOwned`: the run's lifecycle status, then the upsert), so the router makes
+/// the hops itself without this module's asynchronous machinery (which costs more than a
+/// hop): `[1, status, body]` answer (a body the router refuses), `[2, ENV, instance,
+/// method]` hop with the body as received, `[2, ENV, instance, method, body]` hop with
+/// this body, `[3, runs ENV, runId, lifecycle method, lifecycle body, ENV, instance,
+/// method, body, refusal]` the lifecycle hop, judged by [`facade_put_verdict`], then the
+/// hop with this body or the refusal as the answer, or `[0]`: call [`facade_call`]. The
+/// shard's answer is the call's answer as it is, as [`facade_call`] would give it. Only
+/// while this isolate's view of the migration is fresh (see [`with_archive`]); a stale
+/// view takes [`facade_call`], which re-reads it.
 #[wasm_bindgen(js_name = facadePlan)]
 pub fn facade_plan(method: &str, body: &[u8]) -> Array {
     let asynchronous = || Array::of1(&JsValue::from(0));
@@ -124,8 +128,33 @@ pub fn facade_plan(method: &str, body: &[u8]) -> Array {
             plan.push(&Uint8Array::from(body.as_bytes()));
             plan
         }
+        Ok(Route::PutRun { target, run_id, key, value }) => {
+            let upsert = Value::Array(vec![Value::String(run_id.clone()), Value::String(key), value]).to_json();
+            let (Ok(upsert), Ok(refusal)) = (upsert, refused_put().to_json()) else { return asynchronous() };
+            let plan = Array::of5(
+                &JsValue::from(3),
+                &Binding::Runs.env_name().into(),
+                &run_id.into(),
+                &LIFECYCLE_METHOD.into(),
+                &Uint8Array::from(&b"[]"[..]),
+            );
+            for part in [&JsValue::from(target.env_binding()), &target.instance().into(), &"upsertKey".into()] {
+                plan.push(part);
+            }
+            plan.push(&Uint8Array::from(upsert.as_bytes()));
+            plan.push(&Uint8Array::from(refusal.as_bytes()));
+            plan
+        }
         _ => asynchronous(),
     }
+}
+
+/// What a plan-3 lifecycle answer (`status`, `body`) means for the `putOwned` (see
+/// [`facade_plan`]): a [`crate::facade::PutVerdict`] as a number, `0` upsert, `1` refuse,
+/// `2` call [`facade_call`] instead, which asks again and answers as the driver always has.
+#[wasm_bindgen(js_name = facadePutVerdict)]
+pub fn facade_put_verdict(status: u16, body: &[u8]) -> u8 {
+    put_verdict(status, body) as u8
 }
 
 /// Entries one cron tick of the archive migration moves at most (each costs 3–4 Durable
