@@ -131,7 +131,9 @@ async function facade(env, decision, body) {
  * Facade plan 3 (a `run:`/`runall:` key's `putOwned`): the run's lifecycle status, judged in
  * Rust, then the upsert or the refusal. An answer the verdict does not know (an error, a
  * hop that failed, a missing binding) takes the facade's driver, which asks again (a read)
- * and answers as it always has.
+ * and answers as it always has. A failed upsert hop answers as plan 2's does (500, the
+ * exception's message under the name `Error`, where the driver kept the exception's own
+ * name); not handed back to the driver, which would write the key a second time.
  */
 async function lifecycleThenHop(env, method, body, plan) {
   const [, runsEnv, runId, lifecycleMethod, lifecycleBody, env2, instance, method2, body2, refusal] = plan;
