@@ -49,10 +49,14 @@ test("pairedRatio: too few pairs, or a non-positive figure, give no interval", (
   assert.ok(Number.isNaN(zero.ratio) && Number.isNaN(zero.low));
 });
 
+/** A build's summary with one workload of `cpu` ms per operation, and its slices' figures when given. */
+function build(cpu, sliceCpus) {
+  const slices = sliceCpus?.map((x) => ({ cpuMsPerOp: x, userCpuMsPerOp: x / 2 }));
+  const figures = { ops: 8, requestsPerOp: 1, cpuMsPerOp: cpu, userCpuMsPerOp: cpu / 2, xHealth: cpu, opsPerS: 1, p50: 1, p95: 1, p99: 1, ...(slices ? { slices } : {}) };
+  return { summary: { healthMs: 1, workloads: { getRun: figures } } };
+}
+
 test("formatCompare prints the paired interval only for builds measured slice by slice", () => {
-  const slices = (xs) => xs.map((x) => ({ cpuMsPerOp: x, userCpuMsPerOp: x / 2 }));
-  const figures = (cpu, s) => ({ ops: 8, requestsPerOp: 1, cpuMsPerOp: cpu, userCpuMsPerOp: cpu / 2, xHealth: cpu, opsPerS: 1, p50: 1, p95: 1, p99: 1, ...(s ? { slices: slices(s) } : {}) });
-  const build = (cpu, s) => ({ summary: { healthMs: 1, workloads: { getRun: figures(cpu, s) } } });
   const a = build(1, [1, 1, 1, 1]);
   const b = build(1.2, [1.2, 1.2, 1.2, 1.2]);
   close(sliceRatio(a.summary.workloads.getRun, b.summary.workloads.getRun, "cpuMsPerOp").ratio, 1.2, 1e-12, "slice ratio");
@@ -66,9 +70,8 @@ test("formatCompare prints the paired interval only for builds measured slice by
 });
 
 test("formatCompare pairs no slices of builds that did not run together", () => {
-  const figures = (cpu) => ({ ops: 8, requestsPerOp: 1, cpuMsPerOp: cpu, userCpuMsPerOp: cpu, xHealth: cpu, opsPerS: 1, p50: 1, p95: 1, p99: 1, slices: [{ cpuMsPerOp: cpu, userCpuMsPerOp: cpu }, { cpuMsPerOp: cpu, userCpuMsPerOp: cpu }] });
-  const build = (cpu) => ({ summary: { healthMs: 1, workloads: { getRun: figures(cpu) } } });
+  const [one, two] = [build(1, [1, 1]), build(2, [2, 2])];
   // Two separate files' builds (`--compare a.json b.json`): their slices are not pairs.
-  assert.doesNotMatch(formatCompare(build(1), build(2), "a.json", "b.json", false), /# paired|2\.00 \(/);
-  assert.match(formatCompare(build(1), build(2)), /2\.00 \(2\.00–2\.00\)/);
+  assert.doesNotMatch(formatCompare(one, two, "a.json", "b.json", false), /# paired|2\.00 \(/);
+  assert.match(formatCompare(one, two), /2\.00 \(2\.00–2\.00\)/);
 });

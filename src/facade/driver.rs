@@ -9,7 +9,7 @@ use futures_util::future::join_all;
 
 use super::hooks::{LegacyHook, Reserve, ShardCall};
 use super::list::merge;
-use super::{archive, expiry, refused_put, refuses_put, route, run_get_hit, run_get_options, Route, Target};
+use super::{archive, expiry, refused_put, refuses_put, route, run_get_hit, run_get_options, upsert_args, Route, Target, UPSERT_KEY};
 use crate::hook_shard::family::LEGACY_GET;
 use crate::wire::{RpcError, Value};
 
@@ -26,9 +26,7 @@ pub trait FacadeHost {
 pub async fn call<H: FacadeHost>(host: &H, method: &str, args: Vec<Value>, with_archive: bool) -> Result<Value, RpcError> {
     match route(method, &args, with_archive)? {
         Route::Archive => host.call(&Target::Archive, method, args).await,
-        Route::PutKey { target, run_id, key, value } => {
-            host.call(&target, "upsertKey", vec![Value::String(run_id), Value::String(key), value]).await
-        }
+        Route::PutKey { target, run_id, key, value } => host.call(&target, UPSERT_KEY, upsert_args(run_id, key, value)).await,
         Route::ExpireRun(request) => {
             let archive = expiry::archive_call(&request);
             let archived = host.call(&archive.target, archive.method, archive.args).await?;
@@ -48,7 +46,7 @@ pub async fn call<H: FacadeHost>(host: &H, method: &str, args: Vec<Value>, with_
             if refuses_put(&host.lifecycle_status(&run_id).await?) {
                 return Ok(refused_put());
             }
-            host.call(&target, "upsertKey", vec![Value::String(run_id), Value::String(key), value]).await
+            host.call(&target, UPSERT_KEY, upsert_args(run_id, key, value)).await
         }
         Route::List(plan) => {
             let calls = plan

@@ -25,7 +25,7 @@
 
 use super::driver::FacadeHost;
 use super::hooks::legacy_claim_id;
-use super::Target;
+use super::{refuses_put, upsert_args, Target, UPSERT_KEY};
 use crate::hook_shard::family::LEGACY_PUBLISH;
 use crate::hook_shard::records::Owner;
 use crate::shard;
@@ -136,11 +136,11 @@ pub async fn move_entry<H: FacadeHost>(host: &H, family: &str, key: &str) -> Res
         }
         _ => {
             let run_id = key.rsplit(':').next().unwrap_or_default();
-            if host.lifecycle_status(run_id).await?.as_str() == Some("expired") {
+            if refuses_put(&host.lifecycle_status(run_id).await?) {
                 Outcome::Skipped
             } else {
                 let target = Target::Catalog(shard::run_catalog(run_id));
-                match host.call(&target, "upsertKey", vec![Value::str(run_id), Value::str(key), value.clone()]).await {
+                match host.call(&target, UPSERT_KEY, upsert_args(run_id.to_string(), key.to_string(), value.clone())).await {
                     Ok(answer) if answer.get("stored") == Some(&Value::Bool(true)) => Outcome::Moved,
                     Ok(_) => Outcome::Skipped,
                     Err(_) => return Ok(Outcome::Kept),

@@ -233,6 +233,14 @@ pub fn refuses_put(lifecycle_status: &Value) -> bool {
     lifecycle_status.as_str() == Some("expired")
 }
 
+/// The catalog shard's single-key upsert that serves a legacy `putOwned`.
+pub const UPSERT_KEY: &str = "upsertKey";
+
+/// The arguments of [`UPSERT_KEY`].
+pub fn upsert_args(run_id: String, key: String, value: Value) -> Vec<Value> {
+    vec![Value::String(run_id), Value::String(key), value]
+}
+
 /// The answer to a legacy `putOwned` that [`refuses_put`].
 pub fn refused_put() -> Value {
     Value::object([("stored", Value::Bool(false))])

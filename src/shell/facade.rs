@@ -19,7 +19,7 @@ use super::call::{call_env, hop_raw};
 use super::serve::{args_or_refusal, now_ms, result_reply};
 use crate::facade::driver::{self, FacadeHost};
 use crate::facade::migrate::{self, MigrationCache};
-use crate::facade::{put_verdict, refused_put, route, Route, Target, LIFECYCLE_METHOD};
+use crate::facade::{put_verdict, refused_put, route, upsert_args, Route, Target, LIFECYCLE_METHOD, UPSERT_KEY};
 use crate::wire::router::Binding;
 use crate::wire::{RpcError, Value};
 
@@ -117,20 +117,22 @@ pub fn facade_plan(method: &str, body: &[u8]) -> Array {
     if cache.stale(now_ms()) {
         return asynchronous();
     }
+    let upsert_body = |run_id: String, key: String, value: Value| Value::Array(upsert_args(run_id, key, value)).to_json();
     let hop = |target: &Target, method: &str| {
         Array::of4(&JsValue::from(2), &target.env_binding().into(), &target.instance().into(), &method.into())
     };
     match route(method, &args, cache.with_archive()) {
         Ok(Route::Archive) => hop(&Target::Archive, method),
         Ok(Route::PutKey { target, run_id, key, value }) => {
-            let Ok(body) = Value::Array(vec![Value::String(run_id), Value::String(key), value]).to_json() else { return asynchronous() };
-            let plan = hop(&target, "upsertKey");
+            let Ok(body) = upsert_body(run_id, key, value) else { return asynchronous() };
+            let plan = hop(&target, UPSERT_KEY);
             plan.push(&Uint8Array::from(body.as_bytes()));
             plan
         }
         Ok(Route::PutRun { target, run_id, key, value }) => {
-            let upsert = Value::Array(vec![Value::String(run_id.clone()), Value::String(key), value]).to_json();
-            let (Ok(upsert), Ok(refusal)) = (upsert, refused_put().to_json()) else { return asynchronous() };
+            let (Ok(upsert), Ok(refusal)) = (upsert_body(run_id.clone(), key, value), refused_put().to_json()) else {
+                return asynchronous();
+            };
             let plan = Array::of5(
                 &JsValue::from(3),
                 &Binding::Runs.env_name().into(),
@@ -138,7 +140,7 @@ pub fn facade_plan(method: &str, body: &[u8]) -> Array {
                 &LIFECYCLE_METHOD.into(),
                 &Uint8Array::from(&b"[]"[..]),
             );
-            for part in [&JsValue::from(target.env_binding()), &target.instance().into(), &"upsertKey".into()] {
+            for part in [&JsValue::from(target.env_binding()), &target.instance().into(), &UPSERT_KEY.into()] {
                 plan.push(part);
             }
             plan.push(&Uint8Array::from(upsert.as_bytes()));
