@@ -294,3 +294,47 @@ test("a 1.9 MiB step payload is stored and read back exactly (packed record, ~2 
   assert.match(tooBig.value.error.message, /too big/);
   assert.equal((await runs(id, "getStep", ["huge"])).value, null);
 });
+
+/** `JSON.stringify` with every object's keys in sorted order: the encoder's exact form. */
+const sortedJson = (text) =>
+  JSON.stringify(JSON.parse(text), (_, v) => (v && typeof v === "object" && !Array.isArray(v) ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, v[k]])) : v));
+
+test("reads answer stored records byte for byte as the encoder writes them, whether answered as stored or decoded first", async () => {
+  // Records the reads pass through as stored (integers, strings, tagged dates and bytes) and
+  // ones they must decode first: numbers whose stored form differs from JSON.stringify's
+  // (1e21, 1e-7, a fraction, an integer beyond 15 digits), a string under a date key, a
+  // string with a line separator.
+  const id = "wrun_it_stored";
+  await startedRun(id);
+  const odd = { big: 1e21, tiny: 1e-7, frac: 0.1, long: 12345678901234567, when: new Date(Date.UTC(2026, 0, 2)), sep: "a\u2028b", ok: 1 };
+  const created = await create(id, { eventType: "step_created", specVersion: 6, correlationId: "odd", eventData: { stepName: "s", input: odd } });
+  assert.equal(created.ok, true);
+  await create(id, { eventType: "step_created", specVersion: 6, correlationId: "plain", eventData: { stepName: "s", input: bytes(1, 2) } });
+  const hook = await create(id, { eventType: "hook_created", specVersion: 6, correlationId: "hk", eventData: { token: "tok-stored", metadata: { retryAfter: "soon", n: 2.5 } } });
+  assert.equal(hook.ok, true);
+  for (const [method, args] of [
+    ["listEvents", [{ limit: 100 }]],
+    ["listEvents", [{ limit: 2, sortOrder: "desc" }]],
+    ["getRun", []],
+    ["getStep", ["odd"]],
+    ["getStep", ["plain"]],
+    ["getEvent", [slot(3)]],
+    ["listSteps", []],
+    ["listHooks", []],
+  ]) {
+    const out = await w.rpc.raw("runs", id, method, args);
+    assert.equal(out.status, 200, method);
+    assert.equal(out.text, sortedJson(out.text), `${method} answers the encoder's exact form`);
+  }
+  const events = await w.rpc.raw("runs", id, "listEvents", [{ limit: 100 }]);
+  assert.match(events.text, /"big":1e\+21,/);
+  assert.match(events.text, /"frac":0\.1,/);
+  assert.match(events.text, /"long":12345678901234568,/);
+  assert.match(events.text, /"tiny":1e-7,/);
+  assert.match(events.text, /"when":\{"__type":"Date","iso":"2026-01-02T00:00:00.000Z"\}/);
+  const page = await w.rpc.raw("runs", id, "listEvents", [{ limit: 2 }]);
+  assert.equal(page.value.value.cursor, slot(2));
+  assert.equal(page.value.value.hasMore, true);
+  const step = await runs(id, "getStep", ["odd"]);
+  assert.deepEqual(step.value.input, odd);
+});

@@ -43,10 +43,12 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** The floor worker (see the header) and the workloads it serves. */
 export const FLOOR_SCRIPT = join(dirname(fileURLToPath(import.meta.url)), "floor", "index.js");
-export const FLOOR_WORKLOADS = ["health", "getRun", "putOwned", "enqueue", "event"];
+export const FLOOR_WORKLOADS = ["health", "getRun", "putOwned", "enqueue", "event", "listEvents"];
 const STEP_INPUT = new Uint8Array(64).fill(7);
 const CHUNK_64K = Uint8Array.from({ length: 64 * 1024 }, (_, j) => (j * 7) & 0xff);
 const READ_CHUNKS = 64;
+/** Events in the `listEvents` workload's run: run_created, run_started, ten step triples. */
+const LIST_EVENTS = 32;
 const READ_CHUNK_BYTES = 4 * 1024;
 const READ_PAGE = 16;
 
@@ -208,6 +210,23 @@ export const CPU_WORKLOADS = {
       const page = await ctx.rpc("streams", ctx.state.stream, "getChunks", [{ startIndex, limit: READ_PAGE }]);
       const c = page?.chunks;
       expect(Array.isArray(c) && c.length === READ_PAGE && c[0] instanceof Uint8Array && c[0].length === READ_CHUNK_BYTES && c[0][1] === readChunk(startIndex)[1], "getChunks", page);
+    },
+  },
+  listEvents: {
+    about: `runs.listEvents of a run's ${LIST_EVENTS}-event log in one page (the workflow runtime's replay read on every resume of a ${(LIST_EVENTS - 2) / 3}-step run)`,
+    ops: 2000,
+    async setup(ctx) {
+      const runId = `wrun_bench_le_${ctx.tag}_${ctx.seq++}`;
+      ctx.state.listRun = runId;
+      for (let k = 0; k < LIST_EVENTS; k++) {
+        const out = await ctx.client.createEvent(runId, laneEvent(k));
+        expect(out?.ok === true, `createEvent ${k} on ${runId}`, out);
+      }
+    },
+    lane: (ctx) => async () => {
+      const page = await ctx.rpc("runs", ctx.state.listRun, "listEvents", [{ limit: 100, sortOrder: "asc" }]);
+      const data = page?.value?.data;
+      expect(page?.ok === true && data?.length === LIST_EVENTS && page.value.hasMore === false && data[LIST_EVENTS - 1].eventId === `evnt_${String(LIST_EVENTS).padStart(26, "0")}`, "listEvents", page);
     },
   },
   event: {

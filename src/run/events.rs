@@ -160,15 +160,41 @@ fn entry_options(prefix: &str, cursor: Option<&str>, desc: bool) -> ListOptions 
 /// [`RESPONSE_BUDGET_BYTES`] of events beyond the first: a page the budget cut short has
 /// fewer than `limit` events, `hasMore` and the cursor of its last event.
 pub fn list_events(store: &mut dyn Store, limit: f64, cursor: Option<&str>, desc: bool) -> Result<Page, RpcError> {
+    list_events_as(store, limit, cursor, desc, false)
+}
+
+/// [`list_events`] for the `listEvents` answer: each event as its stored text when that is
+/// already the encoder's output ([`Value::stored`]), else decoded. The same page and
+/// cursor: an event is stored under `event:<its eventId>` ([`append_event`]), so a stored
+/// text's cursor is its key's id.
+pub fn list_events_answer(store: &mut dyn Store, limit: f64, cursor: Option<&str>, desc: bool) -> Result<Page, RpcError> {
+    list_events_as(store, limit, cursor, desc, true)
+}
+
+fn list_events_as(store: &mut dyn Store, limit: f64, cursor: Option<&str>, desc: bool, as_stored: bool) -> Result<Page, RpcError> {
     let (read, keep) = read_sizes(limit)?;
     let options = entry_options(keys::EVENT_PREFIX, cursor, desc);
     let page = list_budgeted(store, &options, Some(read), RESPONSE_BUDGET_BYTES, fetch_text, String::len)?;
     let has_more = page.truncated || page.entries.len() as f64 > limit;
     let mut data = Vec::new();
+    let mut last_key = None;
     for (key, text) in page.entries.into_iter().take(keep) {
-        data.push(Value::parse(&text).map_err(|e| RpcError::error(format!("corrupt record at {key}: {}", e.0)))?);
+        let stored = if as_stored { Value::stored(text) } else { Err(text) };
+        let event = match stored {
+            Ok(event) => event,
+            Err(text) => Value::parse(&text).map_err(|e| RpcError::error(format!("corrupt record at {key}: {}", e.0)))?,
+        };
+        data.push(event);
+        last_key = Some(key);
     }
-    let cursor = if has_more { data.last().and_then(|e| e.get("eventId")).map(|id| crate::wire::js::to_js_string(Some(id))) } else { None };
+    let cursor = if has_more {
+        match data.last() {
+            Some(Value::Json(_)) => last_key.and_then(|k| k.strip_prefix(keys::EVENT_PREFIX).map(str::to_string)),
+            last => last.and_then(|e| e.get("eventId")).map(|id| crate::wire::js::to_js_string(Some(id))),
+        }
+    } else {
+        None
+    };
     Ok(Page { data, cursor, has_more })
 }
 

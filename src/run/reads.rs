@@ -1,12 +1,12 @@
 //! Read methods (spec `run-do.md` §3–4): `getRun`, `getStep`, `getEvent`, `listEvents`,
 //! `listSteps`, `listHooks`, all behind the expiry fence.
 
-use super::events::{list_entries, list_events, Page};
+use super::events::{list_entries, list_events_answer, Page};
 use super::fence::{expired_read, retention_state};
 use super::keys;
 use crate::hop::{Args, Ctx};
 use crate::store::page::{encoded_len, RESPONSE_BUDGET_BYTES};
-use crate::store::{get_json, Store};
+use crate::store::{get_answer, Store};
 use crate::wire::js::{to_js_string, truthy};
 use crate::wire::{RpcError, Value};
 
@@ -23,7 +23,7 @@ fn fenced(store: &mut dyn Store, ctx: &Ctx, read: impl FnOnce(&mut dyn Store) ->
 }
 
 fn read_key(store: &mut dyn Store, ctx: &Ctx, key: String) -> Result<Value, RpcError> {
-    fenced(store, ctx, |s| Ok(get_json::<Value>(s, &key)?.unwrap_or(Value::Null)))
+    fenced(store, ctx, |s| Ok(get_answer(s, &key)?.unwrap_or(Value::Null)))
 }
 
 pub fn get_run(store: &mut dyn Store, ctx: &Ctx) -> Result<Value, RpcError> {
@@ -61,7 +61,7 @@ pub fn list_params(arg: Option<&Value>, default_limit: f64) -> ListParams {
 
 pub fn list_events_method(store: &mut dyn Store, ctx: &Ctx, args: Args) -> Result<Value, RpcError> {
     let p = list_params(args.present(0), 100.0);
-    fenced(store, ctx, |s| Ok(list_events(s, p.limit, p.cursor.as_deref(), p.desc)?.to_value()))
+    fenced(store, ctx, |s| Ok(list_events_answer(s, p.limit, p.cursor.as_deref(), p.desc)?.to_value()))
 }
 
 /// Page over a creation-time index, loading each entity (§4.2). At most
@@ -78,7 +78,7 @@ pub fn list_by_creation(store: &mut dyn Store, index_prefix: &str, entity_prefix
             Ok(v) => to_js_string(Some(&v)),
             Err(_) => id_text.clone(),
         };
-        if let Some(entity) = get_json::<Value>(store, &format!("{entity_prefix}{id}"))? {
+        if let Some(entity) = get_answer(store, &format!("{entity_prefix}{id}"))? {
             let size = encoded_len(&entity);
             if !data.is_empty() && used.saturating_add(size) > RESPONSE_BUDGET_BYTES {
                 has_more = true;

@@ -192,6 +192,19 @@ pub fn get_json<T: serde::de::DeserializeOwned>(store: &mut dyn Store, key: &str
     }
 }
 
+/// Read a record for an answer: its stored text as it is when that is already what the
+/// encoder would write ([`Value::stored`]), else decoded as [`get_json`] decodes it (same
+/// errors).
+pub fn get_answer(store: &mut dyn Store, key: &str) -> StoreResult<Option<crate::wire::Value>> {
+    match store.get(key)? {
+        None => Ok(None),
+        Some(text) => match crate::wire::Value::stored(text) {
+            Ok(v) => Ok(Some(v)),
+            Err(text) => serde_json::from_str(&text).map(Some).map_err(|e| RpcError::error(format!("corrupt record at {key}: {e}"))),
+        },
+    }
+}
+
 /// Encode and store a typed record as JSON (packed, see [`record`], when it is large and
 /// carries byte arrays).
 pub fn put_json<T: serde::Serialize>(store: &mut dyn Store, key: &str, value: &T) -> StoreResult<()> {

@@ -108,6 +108,7 @@ pub fn encoded_len(v: &crate::wire::Value) -> usize {
         Value::Object(map) => map.iter().map(|(k, v)| k.len() + 4 + encoded_len(v)).sum::<usize>() + 2,
         Value::Date(_) => 50,
         Value::Bytes(b) => b.len().div_ceil(3) * 4 + 33,
+        Value::Json(text) => text.len(),
     }
 }
 

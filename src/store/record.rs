@@ -97,6 +97,8 @@ fn write(out: &mut Vec<u8>, v: &Value) {
             write_len(out, b.len());
             out.extend_from_slice(b);
         }
+        // Packing starts from decoded text, which holds none; written as what it stands for.
+        Value::Json(_) => write(out, &v.decoded()),
     }
 }
 

@@ -76,6 +76,26 @@ fn symbols(text: &str) -> Option<std::borrow::Cow<'_, [u8]>> {
     Some(data)
 }
 
+/// Whether `text` is exactly what [`encode`] writes for the bytes it decodes to: a
+/// multiple of 4 symbols of the alphabet, at most two `=` at the end, and zero bits in the
+/// last symbol's part that padding leaves unused.
+pub fn is_canonical(text: &[u8]) -> bool {
+    if !text.len().is_multiple_of(4) {
+        return false;
+    }
+    let pad = text.iter().rev().take(2).take_while(|&&c| c == b'=').count();
+    let data = &text[..text.len() - pad];
+    if !data.iter().all(|&c| DECODE[usize::from(c)] <= 63) {
+        return false;
+    }
+    let unused_mask = match pad {
+        0 => 0,
+        1 => 0b11,
+        _ => 0b1111,
+    };
+    data.last().is_none_or(|&c| DECODE[usize::from(c)] & unused_mask == 0)
+}
+
 /// Whether `atob` would accept `text` (without decoding it).
 pub fn is_valid(text: &str) -> bool {
     symbols(text).is_some_and(|data| data.iter().all(|&c| DECODE[usize::from(c)] <= 63))

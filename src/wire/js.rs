@@ -127,6 +127,7 @@ pub fn to_js_string(v: Option<&Value>) -> String {
         Some(Value::Object(_)) => "[object Object]".into(),
         Some(Value::Date(ms)) => date_to_string(*ms),
         Some(Value::Bytes(bytes)) => bytes.iter().map(u8::to_string).collect::<Vec<_>>().join(","),
+        Some(json @ Value::Json(_)) => to_js_string(Some(&json.decoded())),
     }
 }
 
@@ -278,7 +279,9 @@ pub fn to_number(v: Option<&Value>) -> f64 {
         Some(Value::Number(n)) => *n,
         Some(Value::String(s)) => string_to_number(s),
         Some(Value::Date(ms)) => ms.map_or(f64::NAN, |ms| ms as f64),
-        Some(other @ (Value::Array(_) | Value::Bytes(_) | Value::Object(_))) => string_to_number(&to_js_string(Some(other))),
+        Some(other @ (Value::Array(_) | Value::Bytes(_) | Value::Object(_) | Value::Json(_))) => {
+            string_to_number(&to_js_string(Some(other)))
+        }
     }
 }
 

@@ -2,6 +2,7 @@
 //! router's decisions and the error table. No I/O here.
 
 pub mod base64;
+pub mod canonical;
 pub mod check;
 pub mod date;
 pub mod error;

@@ -43,6 +43,7 @@ impl Serialize for Value {
                 m.serialize_entry("data", &base64::encode(b))?;
                 m.end()
             }
+            Value::Json(_) => self.decoded().serialize(s),
         }
     }
 }

@@ -24,6 +24,11 @@ pub enum Value {
     /// Epoch milliseconds; `None` is JavaScript's invalid Date.
     Date(Option<i64>),
     Bytes(Vec<u8>),
+    /// A stored record's text, answered as it is: it stands for the object it decodes to,
+    /// and the encoder writes it unchanged. Only reads make one ([`Value::stored`]), only
+    /// for an object whose text is already the encoder's output
+    /// ([`crate::wire::canonical`]); elsewhere it behaves as its decoded object.
+    Json(Box<str>),
 }
 
 /// Keys whose plain string values the decoder revives as Dates (wire.md §6, rule 3).
@@ -46,6 +51,25 @@ impl Value {
     pub fn object<K: Into<String>>(members: impl IntoIterator<Item = (K, Value)>) -> Value {
         Value::Object(members.into_iter().map(|(k, v)| (k.into(), v)).collect())
     }
+    /// A stored record's text for an answer, as it is ([`Value::Json`]), when it is an
+    /// object in the encoder's exact form; else the text back (`Err`): decode it as usual.
+    pub fn stored(text: String) -> Result<Value, String> {
+        if text.starts_with('{') && super::canonical::is_wire_form(&text) {
+            Ok(Value::Json(text.into_boxed_str()))
+        } else {
+            Err(text)
+        }
+    }
+
+    /// The value itself, with a [`Value::Json`] decoded (which cannot fail: its text was
+    /// checked when it was made).
+    pub fn decoded(&self) -> std::borrow::Cow<'_, Value> {
+        match self {
+            Value::Json(text) => std::borrow::Cow::Owned(Value::parse(text).unwrap_or(Value::Null)),
+            other => std::borrow::Cow::Borrowed(other),
+        }
+    }
+
     pub fn is_null(&self) -> bool {
         matches!(self, Value::Null)
     }
@@ -179,6 +203,7 @@ impl Value {
                 out.push_str(&base64::encode(b));
                 out.push_str("\"}");
             }
+            Value::Json(text) => out.push_str(text),
         }
         Ok(())
     }

@@ -152,6 +152,7 @@ pub fn parsed_type(v: Option<&Value>) -> &'static str {
         Some(Value::Object(_)) => "object",
         Some(Value::Date(_)) => "Date",
         Some(Value::Bytes(_)) => "Uint8Array",
+        Some(json @ Value::Json(_)) => parsed_type(Some(&json.decoded())),
     }
 }
 
