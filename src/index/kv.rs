@@ -99,15 +99,8 @@ pub fn list(store: &mut dyn Store, args: Args) -> Result<Value, RpcError> {
 }
 
 /// Keys with the size of their entry (the value is not kept).
-fn fetch_sizes(store: &mut dyn Store, options: &ListOptions) -> StoreResult<Vec<(String, usize)>> {
-    let entries = store.list_values(options)?;
-    Ok(entries
-        .into_iter()
-        .map(|(key, value)| {
-            let size = key.len() + 16 + value_bytes(&value);
-            (key, size)
-        })
-        .collect())
+fn fetch_sizes(key: &str, value: Stored) -> StoreResult<usize> {
+    Ok(key.len() + 16 + value_bytes(&value))
 }
 
 fn value_bytes(value: &Stored) -> usize {

@@ -185,6 +185,9 @@ impl Store for Watch<'_> {
     fn list_values(&mut self, options: &ListOptions) -> StoreResult<Vec<(String, Stored)>> {
         self.inner.list_values(options)
     }
+    fn list_visit(&mut self, options: &ListOptions, visit: &mut dyn FnMut(String, Stored) -> StoreResult<bool>) -> StoreResult<()> {
+        self.inner.list_visit(options, visit)
+    }
     fn contains(&mut self, key: &str) -> StoreResult<bool> {
         self.inner.contains(key)
     }

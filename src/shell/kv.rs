@@ -102,6 +102,18 @@ impl Store for KvStore<'_> {
     }
 
     fn list_values(&mut self, o: &ListOptions) -> StoreResult<Vec<(String, Stored)>> {
+        let mut out = Vec::new();
+        self.list_visit(o, &mut |key, value| {
+            out.push((key, value));
+            Ok(true)
+        })?;
+        Ok(out)
+    }
+
+    /// One platform listing whose entries are read as `visit` asks for them: the sync KV
+    /// API's iterator is a cursor over SQLite that loads each value on `next()`, so a
+    /// caller that stops early never loads the rest.
+    fn list_visit(&mut self, o: &ListOptions, visit: &mut dyn FnMut(String, Stored) -> StoreResult<bool>) -> StoreResult<()> {
         let opts = Object::new();
         let set = |k: &str, v: JsValue| Reflect::set(&opts, &JsValue::from_str(k), &v).map(|_| ());
         let mut r = Ok(());
@@ -121,15 +133,16 @@ impl Store for KvStore<'_> {
         let iter = js_sys::try_iter(&iterable)
             .map_err(|e| js_error(&e))?
             .ok_or_else(|| RpcError::error("storage list did not return an iterable"))?;
-        let mut out = Vec::new();
         for entry in iter {
             let entry = entry.map_err(|e| js_error(&e))?;
             let pair: js_sys::Array = entry.unchecked_into();
             let key = pair.get(0).as_string().unwrap_or_default();
             let value = stored(&key, pair.get(1))?.ok_or_else(|| RpcError::error(format!("storage list returned no value at {key}")))?;
-            out.push((key, value));
+            if !visit(key, value)? {
+                break;
+            }
         }
-        Ok(out)
+        Ok(())
     }
 }
 

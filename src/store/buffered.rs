@@ -184,6 +184,16 @@ impl Store for Buffered<'_> {
         let limit = o.limit.unwrap_or(usize::MAX);
         Ok(if o.reverse { merged.into_iter().rev().take(limit).collect() } else { merged.into_iter().take(limit).collect() })
     }
+
+    /// Lazy as the inner store's when no held write falls in the range; else in batches of
+    /// the merged listing above.
+    fn list_visit(&mut self, o: &ListOptions, visit: &mut dyn FnMut(String, Stored) -> StoreResult<bool>) -> StoreResult<()> {
+        if self.pending.keys().any(|k| o.admits(k)) {
+            crate::store::visit_in_batches(self, o, visit)
+        } else {
+            self.inner.list_visit(o, visit)
+        }
+    }
 }
 
 #[cfg(test)]
@@ -197,6 +207,33 @@ mod tests {
             s.put(k, &format!("v{k}")).unwrap();
         }
         s
+    }
+
+    /// A visit across several batches sees the merged listing, in both directions, with held
+    /// writes and deletions on either side of the batch boundaries.
+    #[test]
+    fn list_visit_merges_held_writes_across_batches() {
+        let keys: Vec<String> = (0..30).map(|i| format!("k{i:02}")).collect();
+        let mut mem = store(&keys.iter().map(String::as_str).collect::<Vec<_>>());
+        let mut b = Buffered::new(&mut mem);
+        for i in [0, 7, 8, 9, 16, 29] {
+            b.delete(&format!("k{i:02}")).unwrap();
+        }
+        for k in ["k07a", "k15", "k31", "a"] {
+            b.put(k, "new").unwrap();
+        }
+        for reverse in [false, true] {
+            for limit in [None, Some(1), Some(8), Some(9), Some(20)] {
+                let o = ListOptions { prefix: Some("k".into()), reverse, limit, ..Default::default() };
+                let mut seen = Vec::new();
+                b.list_visit(&o, &mut |k, v| {
+                    seen.push((k, v));
+                    Ok(true)
+                })
+                .unwrap();
+                assert_eq!(seen, b.list_values(&o).unwrap(), "reverse {reverse}, limit {limit:?}");
+            }
+        }
     }
 
     #[test]

@@ -150,6 +150,15 @@ pub trait Store {
     /// Entries in key order (descending when `reverse`), at most `limit`.
     fn list_values(&mut self, options: &ListOptions) -> StoreResult<Vec<(String, Stored)>>;
 
+    /// The entries of [`Store::list_values`] handed to `visit` one at a time, in order, until
+    /// it answers `false` (or fails): a caller that stops early has read no more than it
+    /// needed. The default reads [`LIST_BATCH`] entries at a time, so at most that many
+    /// values are held besides what `visit` keeps; a store whose platform listing is lazy
+    /// (the shell's, a cursor over SQLite) reads them as `visit` asks for them, in one call.
+    fn list_visit(&mut self, options: &ListOptions, visit: &mut dyn FnMut(String, Stored) -> StoreResult<bool>) -> StoreResult<()> {
+        visit_in_batches(self, options, visit)
+    }
+
     /// Whether `key` holds a value.
     fn contains(&mut self, key: &str) -> StoreResult<bool> {
         Ok(self.get_value(key)?.is_some())
@@ -182,6 +191,43 @@ pub trait Store {
     fn list_keys(&mut self, options: &ListOptions) -> StoreResult<Vec<String>> {
         Ok(self.list_values(options)?.into_iter().map(|(k, _)| k).collect())
     }
+}
+
+/// Entries read per batch by the default [`Store::list_visit`]: 8 values of the largest
+/// size (~2.2 MB each) stay near 18 MB.
+pub const LIST_BATCH: usize = 8;
+
+/// [`Store::list_visit`] over [`Store::list_values`], [`LIST_BATCH`] entries at a time,
+/// each batch continuing after the previous one's last key in the listing's direction.
+pub fn visit_in_batches<S: Store + ?Sized>(
+    store: &mut S,
+    options: &ListOptions,
+    visit: &mut dyn FnMut(String, Stored) -> StoreResult<bool>,
+) -> StoreResult<()> {
+    let mut left = options.limit.unwrap_or(usize::MAX);
+    let mut batch_options = options.clone();
+    while left > 0 {
+        let batch = left.min(LIST_BATCH);
+        batch_options.limit = Some(batch);
+        let entries = store.list_values(&batch_options)?;
+        let got = entries.len();
+        let mut last_key = None;
+        for (key, value) in entries {
+            last_key = Some(key.clone());
+            if !visit(key, value)? {
+                return Ok(());
+            }
+        }
+        left -= got;
+        let Some(last_key) = last_key.filter(|_| got == batch) else { return Ok(()) };
+        if batch_options.reverse {
+            batch_options.end = Some(last_key);
+        } else {
+            batch_options.start = None;
+            batch_options.start_after = Some(last_key);
+        }
+    }
+    Ok(())
 }
 
 /// Read and decode a typed record stored as JSON.
@@ -240,6 +286,9 @@ impl<S: Store + ?Sized> Store for &mut S {
     }
     fn list_values(&mut self, options: &ListOptions) -> StoreResult<Vec<(String, Stored)>> {
         (**self).list_values(options)
+    }
+    fn list_visit(&mut self, options: &ListOptions, visit: &mut dyn FnMut(String, Stored) -> StoreResult<bool>) -> StoreResult<()> {
+        (**self).list_visit(options, visit)
     }
     fn contains(&mut self, key: &str) -> StoreResult<bool> {
         (**self).contains(key)

@@ -1,6 +1,7 @@
 //! Bounded reads: every response that lists stored values is limited to
-//! [`RESPONSE_BUDGET_BYTES`] of encoded JSON, and is read from storage in small batches so
-//! that neither the answer nor the values held while building it can grow with the data.
+//! [`RESPONSE_BUDGET_BYTES`] of encoded JSON, and is read from storage entry by entry (one
+//! lazy platform listing, [`Store::list_visit`]) so that neither the answer nor the values
+//! held while building it can grow with the data.
 //!
 //! A Worker isolate has 128 MB for everything in flight. One answer holds its values
 //! decoded (up to the budget), then their JSON text (the budget), then the response body
@@ -9,21 +10,13 @@
 //! can run side by side. A page always holds at least one entry, so a reader always makes
 //! progress, however large a single value is.
 
-use super::{ListOptions, Store, StoreResult};
+use super::{ListOptions, Store, StoreResult, Stored};
 
 /// Most encoded JSON one listing answer carries (8 MiB), beyond its first entry.
 pub const RESPONSE_BUDGET_BYTES: usize = 8 << 20;
 
-/// Most entries read from storage in one batch, and the first batch's size (before
-/// anything is known about the entries' sizes). Batches shrink to what the budget left
-/// holds at the size of the largest entry seen; the cap bounds the one batch that meets
-/// large entries after small ones: 8 × a maximum-size value (~2.2 MB, ~2.9 MB as JSON
-/// text) stays near 23 MB.
-const MAX_BATCH: usize = 8;
-const FIRST_BATCH: usize = 4;
-
-/// Reads one batch of entries ([`fetch_values`], [`fetch_text`]).
-pub type Fetch<T> = fn(&mut dyn Store, &ListOptions) -> StoreResult<Vec<(String, T)>>;
+/// What [`list_budgeted`] makes of one entry ([`fetch_values`], [`fetch_text`]).
+pub type Fetch<T> = fn(&str, Stored) -> StoreResult<T>;
 
 /// What [`list_budgeted`] read.
 #[derive(Debug)]
@@ -37,8 +30,9 @@ pub struct Budgeted<T> {
 
 /// List up to `want` entries (`None`: all) of `options`, stopping before the entry that
 /// would take the sizes (`size` of each, about its encoded JSON length) past `budget`; the
-/// first entry is always kept. Reads in batches sized from the entries seen so far.
-/// `options.limit` is ignored; `want` replaces it.
+/// first entry is always kept. One listing read as it goes ([`Store::list_visit`]): the
+/// entries past the budget are never loaded (on the platform; other stores read a few at
+/// a time). `options.limit` is ignored; `want` replaces it.
 pub fn list_budgeted<T>(
     store: &mut dyn Store,
     options: &ListOptions,
@@ -48,51 +42,34 @@ pub fn list_budgeted<T>(
     size: impl Fn(&T) -> usize,
 ) -> StoreResult<Budgeted<T>> {
     let mut entries: Vec<(String, T)> = Vec::new();
-    let mut used = 0usize;
-    let mut largest = 0usize;
-    let mut batch_options = ListOptions { limit: None, ..options.clone() };
-    loop {
-        let left = want.map_or(usize::MAX, |w| w.saturating_sub(entries.len()));
-        if left == 0 {
-            return Ok(Budgeted { entries, truncated: false });
-        }
-        let batch = if entries.is_empty() { FIRST_BATCH } else { budget.saturating_sub(used) / largest.max(1) + 1 };
-        let batch = batch.clamp(1, MAX_BATCH).min(left);
-        batch_options.limit = Some(batch);
-        let page = fetch(store, &batch_options)?;
-        let got = page.len();
-        let mut last_key = None;
-        for (key, value) in page {
-            let n = size(&value);
-            if !entries.is_empty() && used.saturating_add(n) > budget {
-                return Ok(Budgeted { entries, truncated: true });
-            }
-            used = used.saturating_add(n);
-            largest = largest.max(n);
-            last_key = Some(key.clone());
-            entries.push((key, value));
-        }
-        let Some(last_key) = last_key.filter(|_| got == batch) else {
-            return Ok(Budgeted { entries, truncated: false });
-        };
-        // Continue after the last entry, in the listing's direction.
-        if batch_options.reverse {
-            batch_options.end = Some(last_key);
-        } else {
-            batch_options.start = None;
-            batch_options.start_after = Some(last_key);
-        }
+    if want == Some(0) {
+        return Ok(Budgeted { entries, truncated: false });
     }
+    let mut used = 0usize;
+    let mut truncated = false;
+    let listing = ListOptions { limit: want, ..options.clone() };
+    store.list_visit(&listing, &mut |key, value| {
+        let value = fetch(&key, value)?;
+        let n = size(&value);
+        if !entries.is_empty() && used.saturating_add(n) > budget {
+            truncated = true;
+            return Ok(false);
+        }
+        used = used.saturating_add(n);
+        entries.push((key, value));
+        Ok(true)
+    })?;
+    Ok(Budgeted { entries, truncated })
 }
 
-/// [`Store::list_values`] as a batch reader for [`list_budgeted`].
-pub fn fetch_values(store: &mut dyn Store, options: &ListOptions) -> StoreResult<Vec<(String, super::Stored)>> {
-    store.list_values(options)
+/// The entry as stored, for [`list_budgeted`].
+pub fn fetch_values(_key: &str, value: Stored) -> StoreResult<Stored> {
+    Ok(value)
 }
 
-/// [`Store::list`] (text values) as a batch reader for [`list_budgeted`].
-pub fn fetch_text(store: &mut dyn Store, options: &ListOptions) -> StoreResult<Vec<(String, String)>> {
-    store.list(options)
+/// A text entry, for [`list_budgeted`]; a bytes value is an error ([`Store::list`]).
+pub fn fetch_text(key: &str, value: Stored) -> StoreResult<String> {
+    value.into_text(key)
 }
 
 /// About the length of the tagged JSON of `v` (exact for everything but string escapes
@@ -150,6 +127,42 @@ mod tests {
         assert_eq!((exact.entries.len(), exact.truncated), (4, false));
         let last = list_budgeted(&mut s, &ListOptions::prefix("k:").start("k:0009"), None, 1, fetch_values, sizes).unwrap();
         assert_eq!((names(&last), last.truncated), (vec!["k:0009"], false));
+    }
+
+    /// A store that counts the entries its listings hand over.
+    struct Counting(MemoryStore, usize);
+
+    impl Store for Counting {
+        fn get_value(&mut self, key: &str) -> StoreResult<Option<Stored>> {
+            self.0.get_value(key)
+        }
+        fn put(&mut self, key: &str, value: &str) -> StoreResult<()> {
+            self.0.put(key, value)
+        }
+        fn put_bytes(&mut self, key: &str, value: &[u8]) -> StoreResult<()> {
+            self.0.put_bytes(key, value)
+        }
+        fn delete(&mut self, key: &str) -> StoreResult<bool> {
+            self.0.delete(key)
+        }
+        fn list_values(&mut self, options: &ListOptions) -> StoreResult<Vec<(String, Stored)>> {
+            let out = self.0.list_values(options)?;
+            self.1 += out.len();
+            Ok(out)
+        }
+    }
+
+    /// A page the budget ends early reads no more than one batch past its last entry, and
+    /// a page asked for `want` entries reads no more than `want`.
+    #[test]
+    fn reads_no_further_than_the_page_needs() {
+        let mut s = Counting(store(500, 100), 0);
+        let page = list_budgeted(&mut s, &ListOptions::prefix("k:"), None, 1_000, fetch_values, sizes).unwrap();
+        assert_eq!((page.entries.len(), page.truncated), (10, true));
+        assert!(s.1 <= 11 + crate::store::LIST_BATCH, "read {} entries", s.1);
+        s.1 = 0;
+        let page = list_budgeted(&mut s, &ListOptions::prefix("k:"), Some(13), usize::MAX, fetch_values, sizes).unwrap();
+        assert_eq!((page.entries.len(), page.truncated, s.1), (13, false, 13));
     }
 
     #[test]

@@ -28,6 +28,9 @@ impl<S: Store> Store for ReadOnly<S> {
     fn list_values(&mut self, options: &ListOptions) -> StoreResult<Vec<(String, Stored)>> {
         self.0.list_values(options)
     }
+    fn list_visit(&mut self, options: &ListOptions, visit: &mut dyn FnMut(String, Stored) -> StoreResult<bool>) -> StoreResult<()> {
+        self.0.list_visit(options, visit)
+    }
     fn contains(&mut self, key: &str) -> StoreResult<bool> {
         self.0.contains(key)
     }
