@@ -43,7 +43,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** The floor worker (see the header) and the workloads it serves. */
 export const FLOOR_SCRIPT = join(dirname(fileURLToPath(import.meta.url)), "floor", "index.js");
-export const FLOOR_WORKLOADS = ["health", "getRun", "putOwned", "enqueue", "event", "listEvents"];
+export const FLOOR_WORKLOADS = ["health", "getRun", "getRunLive", "putOwned", "enqueue", "event", "listEvents"];
 const STEP_INPUT = new Uint8Array(64).fill(7);
 const CHUNK_64K = Uint8Array.from({ length: 64 * 1024 }, (_, j) => (j * 7) & 0xff);
 const READ_CHUNKS = 64;
@@ -101,6 +101,22 @@ export const CPU_WORKLOADS = {
         const out = await ctx.rpc("runs", runId, "getRun", []);
         expect(out?.ok === true && out.value === null, "getRun", out);
       };
+    },
+  },
+  getRunLive: {
+    about: "runs.getRun of a started run (the workflow runtime's read of its run on every resume; one run, read by every lane)",
+    ops: 4000,
+    async setup(ctx) {
+      const runId = `wrun_bench_gl_${ctx.tag}_${ctx.seq++}`;
+      ctx.state.liveRun = runId;
+      for (let k = 0; k < 2; k++) {
+        const out = await ctx.client.createEvent(runId, laneEvent(k));
+        expect(out?.ok === true, `createEvent ${k} on ${runId}`, out);
+      }
+    },
+    lane: (ctx) => async () => {
+      const out = await ctx.rpc("runs", ctx.state.liveRun, "getRun", []);
+      expect(out?.ok === true && out.value?.status === "running" && out.value.runId === ctx.state.liveRun, "getRun", out);
     },
   },
   putOwned: {

@@ -14,8 +14,8 @@
 // beyond the least a call can cost here: the TypeScript reference pays the same platform
 // work plus its own, so no implementation measures below this floor on this workerd.
 //
-// Workloads served: health, getRun, putOwned, enqueue, event (`FLOOR_WORKLOADS` in
-// ../cpu.mjs). Our own code; nothing here comes from the reference.
+// Workloads served: health, getRun (missing and live), putOwned, enqueue, event, listEvents
+// (`FLOOR_WORKLOADS` in ../cpu.mjs). Our own code; nothing here comes from the reference.
 
 import { DurableObject } from "cloudflare:workers";
 
