@@ -326,6 +326,18 @@ test("reads answer stored records byte for byte as the encoder writes them, whet
     assert.equal(out.status, 200, method);
     assert.equal(out.text, sortedJson(out.text), `${method} answers the encoder's exact form`);
   }
+  // The flow handler's resume (run_started of a running run: the preload) and a step event
+  // with sinceCursor answer pages of events the same way.
+  for (const [data, params] of [
+    [{ eventType: "run_started", specVersion: 6 }, undefined],
+    [{ eventType: "step_started", specVersion: 6, correlationId: "plain" }, { sinceCursor: slot(2) }],
+  ]) {
+    const out = await w.rpc.raw("runs", id, "applyEvent", [{ runId: id, data, params, cleanup: { retentionMs: 0, queueShards: 1 } }]);
+    assert.equal(out.status, 200, data.eventType);
+    assert.ok(out.value.events.length >= 3, data.eventType);
+    assert.equal(out.text, sortedJson(out.text), `${data.eventType} answers the encoder's exact form`);
+    assert.match(out.text, /"big":1e\+21,/);
+  }
   const events = await w.rpc.raw("runs", id, "listEvents", [{ limit: 100 }]);
   assert.match(events.text, /"big":1e\+21,/);
   assert.match(events.text, /"frac":0\.1,/);

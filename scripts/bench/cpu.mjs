@@ -245,6 +245,23 @@ export const CPU_WORKLOADS = {
       expect(page?.ok === true && data?.length === LIST_EVENTS && page.value.hasMore === false && data[LIST_EVENTS - 1].eventId === `evnt_${String(LIST_EVENTS).padStart(26, "0")}`, "listEvents", page);
     },
   },
+  resume: {
+    about: `runs.applyEvent(run_started) of a running run with a ${LIST_EVENTS}-event log: the flow handler's call on every resume, answered with the run and the whole log (preload); the applyEvent alone, without the client's index writes`,
+    ops: 2000,
+    async setup(ctx) {
+      const runId = `wrun_bench_rs_${ctx.tag}_${ctx.seq++}`;
+      ctx.state.resumeRun = runId;
+      for (let k = 0; k < LIST_EVENTS; k++) {
+        const out = await ctx.client.createEvent(runId, laneEvent(k));
+        expect(out?.ok === true, `createEvent ${k} on ${runId}`, out);
+      }
+    },
+    lane: (ctx) => async () => {
+      const runId = ctx.state.resumeRun;
+      const out = await ctx.rpc("runs", runId, "applyEvent", [{ runId, data: { eventType: "run_started", specVersion: 6 }, cleanup: { retentionMs: 0, queueShards: 1 } }]);
+      expect(out?.ok === true && out.run?.status === "running" && out.events?.length === LIST_EVENTS, "run_started preload", out);
+    },
+  },
   event: {
     about: "real-client event: createEvent (applyEvent + the index writes); 8 runs in parallel, run_created, run_started, step triples",
     ops: 2400,

@@ -10,7 +10,7 @@ mod run;
 mod step;
 mod wait;
 
-use super::events::{append_event, event_id_to_slot, list_events, slot_to_event_id, EventCtx, Page, Sequence};
+use super::events::{append_event, event_id_to_slot, list_events, list_events_answer, slot_to_event_id, EventCtx, Page, Sequence};
 use super::fence::{expired_at_iso, retention_state};
 use super::keys;
 use super::records::{is_terminal_run_status, Record};
@@ -154,9 +154,10 @@ impl Apply<'_> {
         let record = self.data.clone();
         self.append(record)
     }
-    /// The event page of all events, from the beginning (run_started preload).
+    /// The event page of all events, from the beginning (run_started preload), for the
+    /// answer: events as stored where that is the encoder's output ([`list_events_answer`]).
     pub fn preload(&mut self) -> Result<Page, RpcError> {
-        list_events(self.store, self.max_events, None, false)
+        list_events_answer(self.store, self.max_events, None, false)
     }
 }
 
@@ -351,7 +352,7 @@ fn finalize_page(cx: &mut Apply, mut s: Success) -> Result<Success, RpcError> {
         return Ok(s);
     };
     if let Some(Value::String(since)) = cx.param("sinceCursor").cloned() {
-        s.page = Some(list_events(cx.store, 100.0, Some(&since), false)?);
+        s.page = Some(list_events_answer(cx.store, 100.0, Some(&since), false)?);
         return Ok(s);
     }
     let event_count = match cx.param("eventCount") {
