@@ -78,6 +78,16 @@ function laneEvent(k) {
   }
 }
 
+/** A new run with a `LIST_EVENTS`-event log (created through the client), for the reads of a resume. */
+async function runWithLog(ctx, kind) {
+  const runId = `wrun_bench_${kind}_${ctx.tag}_${ctx.seq++}`;
+  for (let k = 0; k < LIST_EVENTS; k++) {
+    const out = await ctx.client.createEvent(runId, laneEvent(k));
+    expect(out?.ok === true, `createEvent ${k} on ${runId}`, out);
+  }
+  return runId;
+}
+
 /**
  * Workloads: `ops` measured operations (split over the lanes), `warm` warm-up operations,
  * `lane(ctx, lane, phase)` returns the lane's `op(k)` (k = 0, 1, … within the lane and
@@ -232,12 +242,7 @@ export const CPU_WORKLOADS = {
     about: `runs.listEvents of a run's ${LIST_EVENTS}-event log in one page (the workflow runtime's replay read on every resume of a ${(LIST_EVENTS - 2) / 3}-step run)`,
     ops: 2000,
     async setup(ctx) {
-      const runId = `wrun_bench_le_${ctx.tag}_${ctx.seq++}`;
-      ctx.state.listRun = runId;
-      for (let k = 0; k < LIST_EVENTS; k++) {
-        const out = await ctx.client.createEvent(runId, laneEvent(k));
-        expect(out?.ok === true, `createEvent ${k} on ${runId}`, out);
-      }
+      ctx.state.listRun = await runWithLog(ctx, "le");
     },
     lane: (ctx) => async () => {
       const page = await ctx.rpc("runs", ctx.state.listRun, "listEvents", [{ limit: 100, sortOrder: "asc" }]);
@@ -249,12 +254,7 @@ export const CPU_WORKLOADS = {
     about: `runs.applyEvent(run_started) of a running run with a ${LIST_EVENTS}-event log: the flow handler's call on every resume, answered with the run and the whole log (preload); the applyEvent alone, without the client's index writes`,
     ops: 2000,
     async setup(ctx) {
-      const runId = `wrun_bench_rs_${ctx.tag}_${ctx.seq++}`;
-      ctx.state.resumeRun = runId;
-      for (let k = 0; k < LIST_EVENTS; k++) {
-        const out = await ctx.client.createEvent(runId, laneEvent(k));
-        expect(out?.ok === true, `createEvent ${k} on ${runId}`, out);
-      }
+      ctx.state.resumeRun = await runWithLog(ctx, "rs");
     },
     lane: (ctx) => async () => {
       const runId = ctx.state.resumeRun;

@@ -232,23 +232,19 @@ pub fn visit_in_batches<S: Store + ?Sized>(
 
 /// Read and decode a typed record stored as JSON.
 pub fn get_json<T: serde::de::DeserializeOwned>(store: &mut dyn Store, key: &str) -> StoreResult<Option<T>> {
-    match store.get(key)? {
-        None => Ok(None),
-        Some(text) => serde_json::from_str(&text).map(Some).map_err(|e| RpcError::error(format!("corrupt record at {key}: {e}"))),
-    }
+    store.get(key)?.map(|text| decode_record(key, &text)).transpose()
+}
+
+/// A record's stored JSON text decoded (`corrupt record at <key>` when it does not decode).
+fn decode_record<T: serde::de::DeserializeOwned>(key: &str, text: &str) -> StoreResult<T> {
+    serde_json::from_str(text).map_err(|e| RpcError::error(format!("corrupt record at {key}: {e}")))
 }
 
 /// Read a record for an answer: its stored text as it is when that is already what the
 /// encoder would write ([`Value::stored`]), else decoded as [`get_json`] decodes it (same
 /// errors).
 pub fn get_answer(store: &mut dyn Store, key: &str) -> StoreResult<Option<crate::wire::Value>> {
-    match store.get(key)? {
-        None => Ok(None),
-        Some(text) => match crate::wire::Value::stored(text) {
-            Ok(v) => Ok(Some(v)),
-            Err(text) => serde_json::from_str(&text).map(Some).map_err(|e| RpcError::error(format!("corrupt record at {key}: {e}"))),
-        },
-    }
+    store.get(key)?.map(|text| crate::wire::Value::stored(text).or_else(|text| decode_record(key, &text))).transpose()
 }
 
 /// Encode and store a typed record as JSON (packed, see [`record`], when it is large and

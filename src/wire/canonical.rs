@@ -127,25 +127,23 @@ impl<'a> Scan<'a> {
         }
     }
 
-    fn enter(&mut self) -> bool {
+    /// The members of an array or object after its opening byte: `item`s separated by
+    /// commas up to `close` (none at all is allowed), one nesting level deeper.
+    fn items(&mut self, close: u8, mut item: impl FnMut(&mut Self) -> bool) -> bool {
         self.depth += 1;
-        self.depth <= MAX_NESTING
-    }
-
-    fn array(&mut self) -> bool {
-        if !self.enter() {
+        if self.depth > MAX_NESTING {
             return false;
         }
         self.i += 1;
-        if self.eat(b"]") {
+        if self.eat(&[close]) {
             self.depth -= 1;
             return true;
         }
         loop {
-            if !self.value(false) {
+            if !item(self) {
                 return false;
             }
-            if self.eat(b"]") {
+            if self.eat(&[close]) {
                 self.depth -= 1;
                 return true;
             }
@@ -155,45 +153,29 @@ impl<'a> Scan<'a> {
         }
     }
 
+    fn array(&mut self) -> bool {
+        self.items(b']', |s| s.value(false))
+    }
+
     fn object(&mut self) -> bool {
-        if !self.enter() {
-            return false;
-        }
         if self.b[self.i..].starts_with(b"{\"__type\":") {
-            return self.tagged();
-        }
-        self.i += 1;
-        if self.eat(b"}") {
-            self.depth -= 1;
-            return true;
+            return self.depth < MAX_NESTING && self.tagged();
         }
         let mut previous: Option<&[u8]> = None;
-        loop {
-            if self.peek() != Some(b'"') {
+        self.items(b'}', |s| {
+            if s.peek() != Some(b'"') {
                 return false;
             }
-            let Some(key) = self.string() else { return false };
+            let Some(key) = s.string() else { return false };
             // Sorted, no duplicate, no escape (so the raw bytes are the key's bytes), and
             // no `__type` past the first member (only the tag forms may have it).
             if key.contains(&b'\\') || key == b"__type" || previous.is_some_and(|p| p >= key) {
                 return false;
             }
             previous = Some(key);
-            if !self.eat(b":") {
-                return false;
-            }
             let date_key = DATE_KEYS.iter().any(|k| k.as_bytes() == key);
-            if !self.value(date_key) {
-                return false;
-            }
-            if self.eat(b"}") {
-                self.depth -= 1;
-                return true;
-            }
-            if !self.eat(b",") {
-                return false;
-            }
-        }
+            s.eat(b":") && s.value(date_key)
+        })
     }
 
     /// `{"__type":"Date","iso":…}` or `{"__type":"Uint8Array","data":…}`, exactly as the
@@ -210,7 +192,6 @@ impl<'a> Scan<'a> {
         } else {
             false
         };
-        self.depth -= 1;
         ok && self.eat(b"}")
     }
 }
