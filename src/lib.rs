@@ -39,6 +39,7 @@ pub mod hook_shard;
 pub mod hook_token;
 pub mod hop;
 pub mod index;
+pub mod leases;
 pub mod lifecycle;
 pub mod queue;
 pub mod run;

@@ -41,7 +41,7 @@ const CATALOG_SAME = "run-catalog:v1:0e"; // wrun_same
 const TOKENS_SAME = "hook-token:v1:11"; // token_same
 const IDS_SAME = "hook-id:v1:19"; // hook_same
 
-async function createRun(runId) {
+async function createRun(runId, retentionMs = 0) {
   const req = {
     runId,
     data: {
@@ -49,18 +49,18 @@ async function createRun(runId) {
       specVersion: 6,
       eventData: { deploymentId: "dep", workflowName: "wf", input: new Uint8Array([1]) },
     },
-    cleanup: { retentionMs: 0, queueShards: 1 },
+    cleanup: { retentionMs, queueShards: 1 },
   };
   const out = await w.rpc("runs", runId, "applyEvent", [req]);
   assert.equal(out.ok, true, JSON.stringify(out));
   return out;
 }
 
-async function completeRun(runId) {
+async function completeRun(runId, retentionMs = 0) {
   const req = {
     runId,
     data: { eventType: "run_cancelled", specVersion: 6 },
-    cleanup: { retentionMs: 0, queueShards: 1 },
+    cleanup: { retentionMs, queueShards: 1 },
   };
   const out = await w.rpc("runs", runId, "applyEvent", [req]);
   assert.equal(out.ok, true, JSON.stringify(out));
@@ -227,20 +227,30 @@ test("facade: 50 concurrent admissions of one token by different owners → exac
   assert.deepEqual(probe, { claimed: false, holder: winner });
 });
 
+function fnv1a32(text) {
+  let hash = 0x811c9dc5;
+  for (const byte of new TextEncoder().encode(text)) hash = Math.imul(hash ^ byte, 0x01000193) >>> 0;
+  return hash;
+}
+
 /** `hook-token:v1:<fnv1a32(utf8(token)) mod 32>` (spec-0.4 wire.md §8). */
 function tokenShard(token) {
-  let hash = 0x811c9dc5;
-  for (const byte of new TextEncoder().encode(token)) hash = Math.imul(hash ^ byte, 0x01000193) >>> 0;
-  return `hook-token:v1:${(hash % 32).toString(16).padStart(2, "0")}`;
+  return `hook-token:v1:${(fnv1a32(token) % 32).toString(16).padStart(2, "0")}`;
+}
+
+/** `run-catalog:v1:<fnv1a32(utf8(runId)) mod 16>`. */
+function catalogShard(runId) {
+  return `run-catalog:v1:${(fnv1a32(runId) % 16).toString(16).padStart(2, "0")}`;
 }
 
 test("shard names: the spec's vectors", () => {
   assert.equal(tokenShard("token_same"), TOKENS_SAME);
+  assert.equal(catalogShard("wrun_same"), CATALOG_SAME);
 });
 
 test("facade: a run key's putOwned answers as the driver did when the lifecycle call cannot be made", async () => {
-  // The router makes the lifecycle hop and the upsert itself (facade plan 3); anything it
-  // cannot judge goes back to the facade's driver, so this answer is the driver's, unchanged.
+  // The run's catalog shard asks the lifecycle itself (`upsertRunKey`, src/catalog/lease.rs);
+  // when it cannot, it answers what the facade's driver answered.
   const bare = await startWorker({ omitBindings: ["WORKFLOW_DB"] });
   try {
     const r = await bare.rpc.raw("index", "index", "putOwned", ["wrun_nobinding", "run:wf:0000000000001:wrun_nobinding", "{}"]);
@@ -267,4 +277,50 @@ test("facade: a run key's putOwned of a live or missing run is stored, then refu
   // Refused: the entry stays as it was (the cleanup expired the run's own keys, which
   // carry its real creation time; this one was written by hand).
   assert.equal(await ix("get", [key]), '{"s":"terminal"}');
+});
+
+// Lifecycle leases for the 0.3 facade's run keys (src/catalog/lease.rs): the run's catalog
+// shard asks the run DO once per lease instead of before every `run:`/`runall:` upsert, and
+// the run DO revokes the lease before a call that expires the run answers.
+test("facade: run keys under a catalog shard's lifecycle lease — one ask per lease, revoked when the run expires", async () => {
+  const runId = "wrun_catlease";
+  const home = catalogShard(runId);
+  const held = async () => (await ok("WORKFLOW_RUN_CATALOG", home, "heldLifecycleLeases")).runs;
+  const runKey = `run:wf:0000000000003:${runId}`;
+  const allKey = `runall:0000000000003:${runId}`;
+  const put = (key, value) => ix("putOwned", [runId, key, value]);
+  assert.deepEqual(await put(runKey, '{"s":"missing"}'), { stored: true }, "a missing run: stored, no lease");
+  assert.deepEqual(await held(), []);
+  await createRun(runId);
+  assert.deepEqual(await put(runKey, '{"s":"active"}'), { stored: true });
+  assert.deepEqual(await held(), [runId], "leased by the first put of a live run");
+  assert.deepEqual(await put(allKey, '{"s":"active"}'), { stored: true });
+  assert.equal(await ix("get", [allKey]), '{"s":"active"}');
+  // The internal methods are not routable.
+  assert.equal((await w.rpc.raw("runs", runId, "leaseLifecycle", [home, "catalog"])).status, 404);
+  await completeRun(runId);
+  assert.deepEqual(await held(), [runId], "no retention: completing keeps the lease");
+  assert.deepEqual(await put(runKey, '{"s":"terminal"}'), { stored: true });
+  // cleanupNow expires the run: the lease is gone before it answers, and the next put is
+  // refused at once.
+  await w.rpc("runs", runId, "cleanupNow", [{ retentionMs: 1, queueShards: 1 }]);
+  assert.deepEqual(await held(), []);
+  assert.deepEqual(await put(runKey, '{"s":"late"}'), { stored: false });
+  assert.deepEqual(await put(allKey, '{"s":"late"}'), { stored: false });
+
+  // A terminal retention shorter than the lease revokes it in the completing applyEvent;
+  // the run is then leased only up to its due time, and refused after it.
+  const short = "wrun_catlease2";
+  const shortHome = catalogShard(short);
+  const shortHeld = async () => (await ok("WORKFLOW_RUN_CATALOG", shortHome, "heldLifecycleLeases")).runs;
+  const key2 = `run:wf:0000000000004:${short}`;
+  await createRun(short, 1500);
+  assert.deepEqual(await ix("putOwned", [short, key2, '{"s":"active"}']), { stored: true });
+  assert.ok((await shortHeld()).includes(short));
+  await completeRun(short, 1500);
+  assert.ok(!(await shortHeld()).includes(short), "revoked by the completing applyEvent");
+  assert.deepEqual(await ix("putOwned", [short, key2, '{"s":"terminal"}']), { stored: true });
+  await new Promise((r) => setTimeout(r, 1600));
+  assert.deepEqual(await ix("putOwned", [short, key2, '{"s":"late"}']), { stored: false });
+  assert.ok(!(await shortHeld()).includes(short));
 });

@@ -156,6 +156,31 @@ export const CPU_WORKLOADS = {
       };
     },
   },
+  runKeys: {
+    about: "index.putOwned of a live run's run: and runall: keys, alternately (the client's two writes at every run status change; one created run per lane)",
+    ops: 2000,
+    async setup(ctx) {
+      const runs = [];
+      // One run per lane at the default concurrency (more lanes share them).
+      for (let i = 0; i < 8; i++) {
+        const runId = `wrun_bench_rk_${ctx.tag}_${ctx.seq++}`;
+        const out = await ctx.rpc("runs", runId, "applyEvent", [{ runId, data: laneEvent(0), cleanup: { retentionMs: 0, queueShards: 1 } }]);
+        expect(out?.ok === true, `run_created on ${runId}`, out);
+        runs.push(runId);
+      }
+      ctx.state.keyRuns = runs;
+    },
+    lane: (ctx, lane) => {
+      const runId = ctx.state.keyRuns[lane % ctx.state.keyRuns.length];
+      const at = ms13(new Date());
+      const keys = [`run:bench:${at}:${runId}`, `runall:${at}:${runId}`];
+      return async (k) => {
+        const value = JSON.stringify({ runId, createdAt: at, status: k % 4 < 2 ? "pending" : "running" });
+        const out = await ctx.rpc("index", "index", "putOwned", [runId, keys[k % 2], value]);
+        expect(out?.stored === true, "runKeys", out);
+      };
+    },
+  },
   writeChunk: {
     about: "streams.writeChunk of a 64 KiB Uint8Array (one stream per lane)",
     ops: 2000,

@@ -11,6 +11,8 @@
 //! Files:
 //! * [`publish`] — `upsertRun` (publication leases, refused behind an expiry fence), and
 //!   `upsertKey`, our single-key form for the 0.3 facade;
+//! * [`lease`] — `upsertRunKey`, the 0.3 facade's run keys under a lifecycle lease (the
+//!   shell serves it: it may ask the run DO first);
 //! * [`list`] — the ordered `list` with values and cursors;
 //! * [`expiry`] — `expireRun`, `deleteStaleGlobalRun` and the fence compaction [`alarm`];
 //! * [`keys`] — key formats; [`records`] — stored records and argument decoding.
@@ -29,6 +31,7 @@
 
 pub mod expiry;
 pub mod keys;
+pub mod lease;
 pub mod list;
 pub mod publish;
 pub mod records;
@@ -50,7 +53,8 @@ pub const ENV_BINDING: &str = "WORKFLOW_RUN_CATALOG";
 /// Every method of the reference class (all internal: none is reachable through `/v1/rpc`).
 pub const METHODS: [&str; 4] = ["upsertRun", "list", "deleteStaleGlobalRun", "expireRun"];
 
-/// Methods of ours for the 0.3 `index` facade ([`crate::facade`]), also internal.
+/// Methods of ours for the 0.3 `index` facade ([`crate::facade`]), also internal (the
+/// shell serves [`lease::UPSERT_RUN_KEY`] and the lease methods around this core).
 pub const FACADE_METHODS: [&str; 2] = ["upsertKey", "expireKeys"];
 
 /// Does `method` need the current alarm time (the shell then reads it first)?

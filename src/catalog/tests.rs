@@ -388,3 +388,75 @@ fn expire_keys_fences_and_deletes_any_catalog_key_once() {
     let err = c.call("expireKeys", vec![s("wrun_1"), s(&run), n(T0)]).unwrap_err();
     assert_eq!(err, RpcError::type_error("Run catalog expiry requires an array of keys"));
 }
+
+// ---- `upsertRunKey` under a lifecycle lease (`super::lease`) ----
+
+mod run_key_lease {
+    use std::cell::{Cell, RefCell};
+
+    use super::super::lease::{plan, Plan};
+    use crate::leases::{run_is_expired, LifecycleCache, LifecycleHost};
+    use crate::testing::block_on;
+    use crate::wire::{RpcError, Value};
+
+    /// A run DO that answers `leaseLifecycle` with `status` and a lease of `lease_ms`.
+    struct Runs {
+        status: RefCell<&'static str>,
+        lease_ms: Option<i64>,
+        now: Cell<i64>,
+        asked: Cell<u32>,
+    }
+
+    impl LifecycleHost for Runs {
+        async fn lifecycle_status(&self, _run_id: &str) -> Result<Value, RpcError> {
+            unreachable!("a shard that knows its name asks for a lease")
+        }
+        async fn lifecycle_lease(&self, _run_id: &str) -> Result<Option<Value>, RpcError> {
+            self.asked.set(self.asked.get() + 1);
+            let status = *self.status.borrow();
+            let until = match self.lease_ms {
+                Some(ms) if status == "active" || status == "terminal" => Value::num((self.now.get() + ms) as f64),
+                _ => Value::Null,
+            };
+            Ok(Some(Value::object([("status", Value::str(status)), ("leaseUntil", until)])))
+        }
+        fn now(&self) -> i64 {
+            self.now.get()
+        }
+    }
+
+    #[test]
+    fn a_shard_asks_once_per_lease_and_remembers_expiry() {
+        let runs = Runs { status: RefCell::new("active"), lease_ms: Some(60_000), now: Cell::new(1_000), asked: Cell::new(0) };
+        let cache = LifecycleCache::default();
+        assert_eq!(plan(&cache, "wrun_a", 1_000), Plan::Ask);
+        assert!(!block_on(run_is_expired(&runs, &cache, "wrun_a")).unwrap());
+        assert_eq!(runs.asked.get(), 1);
+        // Five more status changes within the lease: no ask.
+        for t in [2_000, 30_000, 60_999] {
+            assert_eq!(plan(&cache, "wrun_a", t), Plan::Upsert);
+        }
+        assert_eq!(plan(&cache, "wrun_a", 61_000), Plan::Ask, "a lease ends at its until");
+        // A revocation takes it back at once.
+        assert!(cache.revoke("wrun_a"));
+        assert_eq!(plan(&cache, "wrun_a", 2_000), Plan::Ask);
+        // Another run is asked about on its own.
+        assert_eq!(plan(&cache, "wrun_b", 2_000), Plan::Ask);
+        // An expired run is refused from then on without asking.
+        *runs.status.borrow_mut() = "expired";
+        assert!(block_on(run_is_expired(&runs, &cache, "wrun_a")).unwrap());
+        assert_eq!(plan(&cache, "wrun_a", 2_000), Plan::Refuse);
+        assert!(cache.held(2_000).is_empty());
+    }
+
+    #[test]
+    fn a_missing_run_is_asked_about_every_time() {
+        let runs = Runs { status: RefCell::new("missing"), lease_ms: Some(60_000), now: Cell::new(1_000), asked: Cell::new(0) };
+        let cache = LifecycleCache::default();
+        for _ in 0..3 {
+            assert!(!block_on(run_is_expired(&runs, &cache, "wrun_m")).unwrap());
+            assert_eq!(plan(&cache, "wrun_m", 1_000), Plan::Ask);
+        }
+        assert_eq!(runs.asked.get(), 3);
+    }
+}

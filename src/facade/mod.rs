@@ -16,7 +16,7 @@
 //! | `get(key)` | `hook:<token>` | `hook-tokens` shard of the token, `legacyGet(token)` (lifecycle-checked: hidden once the run is terminal or expired) |
 //! | `get(key)` | `hookid:<hookId>` | `hook-ids` shard of the hook id, `legacyGet(hookId)` (the same) |
 //! | `get(key)` | anything else | archive |
-//! | `putOwned(runId, key, value)` | `run:`, `runall:` | catalog shard of `runId`: refused (`{stored:false}`) when `runs/<runId>.getLifecycleStatus()` is `expired`, else `upsertKey` |
+//! | `putOwned(runId, key, value)` | `run:`, `runall:` | catalog shard of `runId`: refused (`{stored:false}`) when `runs/<runId>.getLifecycleStatus()` is `expired`, else `upsertKey`. The router's plan makes this the shard's `upsertRunKey`, which asks under a lifecycle lease (`crate::catalog::lease`); the driver (a stale migration view) asks each time |
 //! | `putOwned(runId, key, value)` | `correlation:` | catalog shard of `runId`: `upsertKey`, no lifecycle check (refused behind the catalog fence, as 0.3 refused behind its own). No client reads them, but tests and the 0.3 golden files do: this is their cheapest home — the same one hop as the run keys, spread over 16 shards |
 //! | `putOwned(runId, key, value)` | anything else | archive |
 //! | `list(options)` | prefix `run:…` / `runall:…` / `correlation:…` | all 16 catalog shards (+ archive while migrating), merged ([`list`]) |
@@ -248,28 +248,3 @@ pub fn refused_put() -> Value {
 
 /// The run DO method whose answer [`refuses_put`] judges.
 pub const LIFECYCLE_METHOD: &str = "getLifecycleStatus";
-
-/// What an answer of [`LIFECYCLE_METHOD`] (its HTTP status and body bytes) means for a
-/// legacy `putOwned` of a run key, judged as the driver judges the value it parses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PutVerdict {
-    /// Upsert the key.
-    Upsert = 0,
-    /// Answer [`refused_put`].
-    Refuse = 1,
-    /// An error answer, or a body that is not JSON: let the driver call again and answer
-    /// as it does for such answers (the status is a read, so asking twice is harmless).
-    Driver = 2,
-}
-
-/// The [`PutVerdict`] of a lifecycle answer.
-pub fn put_verdict(status: u16, body: &[u8]) -> PutVerdict {
-    if status != 200 {
-        return PutVerdict::Driver;
-    }
-    match std::str::from_utf8(body).ok().and_then(|text| Value::parse(text).ok()) {
-        Some(answer) if refuses_put(&answer) => PutVerdict::Refuse,
-        Some(_) => PutVerdict::Upsert,
-        None => PutVerdict::Driver,
-    }
-}

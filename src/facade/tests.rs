@@ -805,18 +805,11 @@ fn short_prefixes_list_the_catalog_families_they_cover_and_the_archive() {
 }
 
 #[test]
-fn a_lifecycle_answer_decides_a_run_key_put_as_the_driver_would() {
-    assert_eq!(put_verdict(200, br#""expired""#), PutVerdict::Refuse);
-    for live in [&br#""active""#[..], br#""terminal""#, br#""missing""#] {
-        assert_eq!(put_verdict(200, live), PutVerdict::Upsert);
+fn the_refusal_of_a_run_key_put() {
+    assert!(refuses_put(&Value::str("expired")));
+    for live in ["active", "terminal", "missing"] {
+        assert!(!refuses_put(&Value::str(live)));
     }
-    // The driver judges the parsed value: any JSON that is not the string "expired" upserts.
-    assert_eq!(put_verdict(200, br#"null"#), PutVerdict::Upsert);
-    assert_eq!(put_verdict(200, br#""\u0065xpired""#), PutVerdict::Refuse);
-    // What the driver answers with an error is left to it.
-    assert_eq!(put_verdict(500, br#"{"error":{"name":"Error","message":"x"}}"#), PutVerdict::Driver);
-    assert_eq!(put_verdict(404, br#""expired""#), PutVerdict::Driver);
-    assert_eq!(put_verdict(200, b"not json"), PutVerdict::Driver);
-    assert_eq!(put_verdict(200, b"\xff\xfe"), PutVerdict::Driver);
+    assert!(!refuses_put(&Value::Null));
     assert_eq!(refused_put().to_json().unwrap(), r#"{"stored":false}"#);
 }

@@ -14,97 +14,20 @@
 //! enqueues on one shard cost one hop per lease (60 s) instead of one each, and the answer
 //! stays the run DO's.
 
-#![allow(async_fn_in_trait)] // hosts are single-threaded (wasm, tests): no Send bound wanted
-
-use std::cell::{Cell, RefCell};
-use std::collections::{BTreeSet, HashMap};
-
 use super::methods::{enqueue_run_id, redrive_run_id};
 use super::state::{expired_key, Lifecycle, Row};
 use crate::config::Config;
 use crate::hop::Args;
 use crate::store::Store;
-use crate::wire::{RpcError, Value};
+use crate::wire::RpcError;
 
-/// The run DO method asked, and the answer that means "expired".
-pub const LIFECYCLE_METHOD: &str = "getLifecycleStatus";
-/// The run DO method that answers the status with a lease (internal).
-pub const LEASE_METHOD: &str = crate::run::lease::METHOD;
-/// The queue method a run DO calls to take back a lease (internal, not routable).
-pub const REVOKE_METHOD: &str = "revokeLifecycleLease";
-/// Internal probe (tests): the runs whose leases this instance holds.
-pub const HELD_METHOD: &str = "heldLifecycleLeases";
-pub const EXPIRED: &str = "expired";
 /// What the shell's lifecycle call throws when the runs namespace is not bound.
 pub const MISSING_RUNS_BINDING: &str = "world-celld queue missing WORKFLOW_DB binding";
 
-/// What the checks need from their environment.
-pub trait QueueHost {
-    /// `WorkflowRunDO(runId).getLifecycleStatus()`.
-    async fn lifecycle_status(&self, run_id: &str) -> Result<Value, RpcError>;
-    /// `WorkflowRunDO(runId).leaseLifecycle(<this instance's name>)` →
-    /// `{status, leaseUntil}`, or `None` when this instance cannot hold leases (it does
-    /// not know its own name yet).
-    async fn lifecycle_lease(&self, run_id: &str) -> Result<Option<Value>, RpcError>;
-    /// The current time (epoch ms).
-    fn now(&self) -> i64;
-}
-
-/// What this instance knows of runs' lifecycles: runs seen expired, and the leases it
-/// holds (both bounded; cleared when full).
-#[derive(Debug, Default)]
-pub struct LifecycleCache {
-    expired: RefCell<BTreeSet<String>>,
-    /// runId → lease `until` (epoch ms).
-    leases: RefCell<HashMap<String, i64>>,
-    /// Revocations received so far: a lease granted while one arrived is not kept (the
-    /// revocation may have overtaken the grant's answer).
-    revocations: Cell<u64>,
-}
-
-/// Most runs a [`LifecycleCache`] remembers as expired, and most leases it holds.
-pub const EXPIRED_CACHE_LIMIT: usize = 256;
-pub const LEASE_CACHE_LIMIT: usize = 4096;
-
-impl LifecycleCache {
-    pub fn contains(&self, run_id: &str) -> bool {
-        self.expired.borrow().contains(run_id)
-    }
-    pub fn insert(&self, run_id: &str) {
-        let mut runs = self.expired.borrow_mut();
-        if runs.len() >= EXPIRED_CACHE_LIMIT {
-            runs.clear();
-        }
-        runs.insert(run_id.to_string());
-        self.leases.borrow_mut().remove(run_id);
-    }
-    /// Does this instance hold a lease of the run that is still running at `now`?
-    pub fn leased(&self, run_id: &str, now: i64) -> bool {
-        self.leases.borrow().get(run_id).is_some_and(|until| now < *until)
-    }
-    fn keep_lease(&self, run_id: &str, until: i64, now: i64) {
-        let mut leases = self.leases.borrow_mut();
-        if leases.len() >= LEASE_CACHE_LIMIT {
-            leases.retain(|_, u| now < *u);
-            if leases.len() >= LEASE_CACHE_LIMIT {
-                leases.clear();
-            }
-        }
-        leases.insert(run_id.to_string(), until);
-    }
-    /// The runs this instance holds a running lease of at `now`, sorted.
-    pub fn held(&self, now: i64) -> Vec<String> {
-        let mut runs: Vec<String> = self.leases.borrow().iter().filter(|(_, u)| now < **u).map(|(r, _)| r.clone()).collect();
-        runs.sort();
-        runs
-    }
-    /// `revokeLifecycleLease(runId)`: forget the run's lease (and any grant in flight).
-    /// Returns whether a lease was held.
-    pub fn revoke(&self, run_id: &str) -> bool {
-        self.revocations.set(self.revocations.get().wrapping_add(1));
-        self.leases.borrow_mut().remove(run_id).is_some()
-    }
-}
+pub use crate::leases::{
+    run_is_expired, LifecycleCache, LifecycleHost as QueueHost, EXPIRED, EXPIRED_CACHE_LIMIT, HELD_METHOD, LEASE_CACHE_LIMIT, LEASE_METHOD,
+    LIFECYCLE_METHOD, REVOKE_METHOD,
+};
 
 /// The run ids an RPC method must ask the run DOs about before its transaction: the
 /// enqueued message's run, or the run of the dead letter being redriven — unless the
@@ -129,35 +52,6 @@ pub fn runs_to_check(store: &mut dyn Store, config: &Config, method: &str, args:
 /// lease running at `now` are in neither (they are not expired).
 pub fn from_cache(cache: &LifecycleCache, runs: Vec<String>, now: i64) -> (Vec<String>, Vec<String>) {
     runs.into_iter().filter(|r| !cache.leased(r, now)).partition(|r| cache.contains(r))
-}
-
-/// Is the run expired according to its run DO? Remembers `expired` answers and leases in
-/// `cache`.
-pub async fn run_is_expired<H: QueueHost>(host: &H, cache: &LifecycleCache, run_id: &str) -> Result<bool, RpcError> {
-    if cache.contains(run_id) {
-        return Ok(true);
-    }
-    if cache.leased(run_id, host.now()) {
-        return Ok(false);
-    }
-    let epoch = cache.revocations.get();
-    let status = match host.lifecycle_lease(run_id).await? {
-        Some(answer) => {
-            let until = answer.get("leaseUntil").and_then(Value::as_f64);
-            if let Some(until) = until.filter(|u| u.is_finite()) {
-                if cache.revocations.get() == epoch {
-                    cache.keep_lease(run_id, until as i64, host.now());
-                }
-            }
-            answer.get("status").cloned().unwrap_or(Value::Null)
-        }
-        None => host.lifecycle_status(run_id).await?,
-    };
-    let expired = status.as_str() == Some(EXPIRED);
-    if expired {
-        cache.insert(run_id);
-    }
-    Ok(expired)
 }
 
 /// Ask about every run in `runs`: the [`Lifecycle`] the transaction then uses.

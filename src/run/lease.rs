@@ -3,16 +3,19 @@
 //! asks `getLifecycleStatus()` before every run-guarded queue mutation, spec-0.4
 //! `queue.md` §3).
 //!
-//! * **Grant** (`leaseLifecycle(holder)`, internal): the lifecycle status, plus for a run
-//!   that exists and is not expired `leaseUntil` = min(now + [`LEASE_MS`], the retained
-//!   cleanup record's `dueAt`). The grant is stored as `lifecycle-lease:<holder>` =
-//!   `{runId, until}` (the longest one granted to that holder). A missing run gets no lease
-//!   and writes nothing: it could be created at any time.
+//! * **Grant** (`leaseLifecycle(holder, kind?)`, internal): the lifecycle status, plus for
+//!   a run that exists and is not expired `leaseUntil` = min(now + [`LEASE_MS`], the
+//!   retained cleanup record's `dueAt`). The grant is stored as `<prefix><holder>` =
+//!   `{runId, until}` (the longest one granted to that holder), the prefix naming the
+//!   holder's kind ([`HolderKind`]: a QueueDO shard, or with `kind` `"catalog"` a
+//!   run-catalog shard). A missing run gets no lease and writes nothing: it could be
+//!   created at any time.
 //! * **Revoke**: any transaction of this run that writes its cleanup record or tombstone
 //!   (terminal retention, `scheduleCleanup`, `cleanupNow`, `enforceRetention`, the cleanup
 //!   pages) runs under [`Watch`]; when the write moved the expiry instant before a stored
 //!   lease's `until`, the same transaction deletes that lease and the shell, after the
-//!   commit and before answering, calls the holder's `revokeLifecycleLease(runId)`.
+//!   commit and before answering, calls the holder's `revokeLifecycleLease(runId)` on its
+//!   kind's namespace.
 //!
 //! So a holder that trusts its lease only until `until` sees what `getLifecycleStatus()`
 //! would have told it, except for a call that races the revoking call itself (the
@@ -29,23 +32,65 @@ use super::keys;
 use crate::store::{put_json, ListOptions, Store, StoreResult, Stored};
 use crate::wire::{RpcError, Value};
 
-/// Storage prefix of the granted leases (`lifecycle-lease:<holder>`).
+/// Storage prefix of the leases granted to QueueDO shards (`lifecycle-lease:<holder>`).
 pub const LEASE_PREFIX: &str = "lifecycle-lease:";
+/// Storage prefix of the leases granted to run-catalog shards (`catalog-lease:<holder>`).
+pub const CATALOG_LEASE_PREFIX: &str = "catalog-lease:";
+/// The `kind` argument of a run-catalog shard's grant.
+pub const CATALOG_KIND: &str = "catalog";
 /// Longest lease granted. Must stay below the queue's fence compaction delay (330 s).
 pub const LEASE_MS: i64 = 60_000;
 /// Leases shorter than this are not worth a write: the holder asks again.
 pub const MIN_LEASE_MS: i64 = 1_000;
 /// Longest holder name accepted (a QueueDO instance name).
 pub const MAX_HOLDER_LEN: usize = 512;
-/// Most leases one run keeps (one per queue shard that asked; the client uses a handful).
-/// Past it, no new holder gets a lease (it keeps asking every time).
+/// Most leases one run keeps of each kind (one per shard that asked; the client uses a
+/// handful of queue shards, and one catalog shard holds a run's keys). Past it, no new
+/// holder gets a lease (it keeps asking every time).
 pub const MAX_LEASES: usize = 256;
 
 /// The internal method name (not on the router's whitelist).
 pub const METHOD: &str = "leaseLifecycle";
 
-fn lease_key(holder: &str) -> String {
-    format!("{LEASE_PREFIX}{holder}")
+/// Who holds a lease: its storage prefix here, and where it is revoked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HolderKind {
+    /// A QueueDO shard (`WORKFLOW_QUEUE`).
+    Queue,
+    /// A run-catalog shard (`WORKFLOW_RUN_CATALOG`), for the 0.3 facade's run keys.
+    Catalog,
+}
+
+impl HolderKind {
+    pub const ALL: [HolderKind; 2] = [HolderKind::Queue, HolderKind::Catalog];
+
+    /// The grant's optional `kind` argument: absent or null for a queue shard.
+    pub fn from_arg(kind: Option<&Value>) -> Result<HolderKind, RpcError> {
+        match kind {
+            None | Some(Value::Null) => Ok(HolderKind::Queue),
+            Some(Value::String(k)) if k == CATALOG_KIND => Ok(HolderKind::Catalog),
+            Some(_) => Err(RpcError::error(format!("{METHOD}: kind must be absent or \"{CATALOG_KIND}\""))),
+        }
+    }
+
+    pub fn prefix(self) -> &'static str {
+        match self {
+            HolderKind::Queue => LEASE_PREFIX,
+            HolderKind::Catalog => CATALOG_LEASE_PREFIX,
+        }
+    }
+
+    /// The env binding of the holders' namespace.
+    pub fn env_binding(self) -> &'static str {
+        match self {
+            HolderKind::Queue => crate::wire::router::Binding::Queue.env_name(),
+            HolderKind::Catalog => crate::catalog::ENV_BINDING,
+        }
+    }
+
+    fn key(self, holder: &str) -> String {
+        format!("{}{holder}", self.prefix())
+    }
 }
 
 /// A stored lease (`lifecycle-lease:<holder>`). Read leniently: a member that does not
@@ -79,12 +124,14 @@ fn expires_at(state: &RetentionState, now: i64) -> Option<i64> {
     state.cleanup.as_ref().map(|r| r.date("dueAt").unwrap_or(now))
 }
 
-/// `leaseLifecycle(holder)` → `{status, leaseUntil}` (`leaseUntil` null when no lease).
-pub fn grant(store: &mut dyn Store, now: i64, run_id: &str, holder: Option<&str>) -> Result<Value, RpcError> {
+/// `leaseLifecycle(holder, kind?)` → `{status, leaseUntil}` (`leaseUntil` null when no
+/// lease).
+pub fn grant(store: &mut dyn Store, now: i64, run_id: &str, holder: Option<&str>, kind: Option<&Value>) -> Result<Value, RpcError> {
     let holder = match holder {
         Some(h) if !h.is_empty() && h.len() <= MAX_HOLDER_LEN => h,
         _ => return Err(RpcError::error(format!("{METHOD}: holder must be a non-empty string of at most {MAX_HOLDER_LEN} bytes"))),
     };
+    let kind = HolderKind::from_arg(kind)?;
     let state = retention_state(store, now)?;
     let status = lifecycle_status_of(store, &state)?;
     let leasable = matches!(status.as_str(), Some("active" | "terminal"));
@@ -97,9 +144,9 @@ pub fn grant(store: &mut dyn Store, now: i64, run_id: &str, holder: Option<&str>
     let Some(until) = until else {
         return Ok(Value::object([("status", status), ("leaseUntil", Value::Null)]));
     };
-    let key = lease_key(holder);
+    let key = kind.key(holder);
     let stored = Lease::load(store, &key)?.and_then(|l| l.until);
-    if stored.is_none() && store.list_keys(&ListOptions::prefix(LEASE_PREFIX).limit(MAX_LEASES))?.len() >= MAX_LEASES {
+    if stored.is_none() && store.list_keys(&ListOptions::prefix(kind.prefix()).limit(MAX_LEASES))?.len() >= MAX_LEASES {
         return Ok(Value::object([("status", status), ("leaseUntil", Value::Null)]));
     }
     // The stored lease must cover every instant granted to this holder.
@@ -110,9 +157,11 @@ pub fn grant(store: &mut dyn Store, now: i64, run_id: &str, holder: Option<&str>
     Ok(Value::object([("status", status), ("leaseUntil", Value::num(until as f64))]))
 }
 
-/// A lease to call off after the commit: `holder.revokeLifecycleLease(run_id)`.
+/// A lease to call off after the commit: `holder.revokeLifecycleLease(run_id)` in the
+/// namespace of `kind`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Revocation {
+    pub kind: HolderKind,
     pub holder: String,
     pub run_id: String,
 }
@@ -124,18 +173,20 @@ pub fn contradicted(store: &mut dyn Store, now: i64) -> StoreResult<Vec<Revocati
     let state = retention_state(store, now)?;
     let Some(expires) = expires_at(&state, now) else { return Ok(Vec::new()) };
     let mut out = Vec::new();
-    for (key, value) in store.list(&ListOptions::prefix(LEASE_PREFIX))? {
-        let lease: Lease = serde_json::from_str(&value).unwrap_or_default();
-        match lease.until {
-            Some(u) if u <= now => {}
-            Some(u) if u <= expires => continue,
-            _ => {
-                if let Some(run_id) = lease.run_id {
-                    out.push(Revocation { holder: key[LEASE_PREFIX.len()..].to_string(), run_id });
+    for kind in HolderKind::ALL {
+        for (key, value) in store.list(&ListOptions::prefix(kind.prefix()))? {
+            let lease: Lease = serde_json::from_str(&value).unwrap_or_default();
+            match lease.until {
+                Some(u) if u <= now => {}
+                Some(u) if u <= expires => continue,
+                _ => {
+                    if let Some(run_id) = lease.run_id {
+                        out.push(Revocation { kind, holder: key[kind.prefix().len()..].to_string(), run_id });
+                    }
                 }
             }
+            store.delete(&key)?;
         }
-        store.delete(&key)?;
     }
     Ok(out)
 }
@@ -195,5 +246,5 @@ impl Store for Watch<'_> {
 
 /// Is `key` a lease (bookkeeping the payload phase deletes without counting)?
 pub fn is_lease_key(key: &str) -> bool {
-    key.starts_with(LEASE_PREFIX)
+    HolderKind::ALL.iter().any(|k| key.starts_with(k.prefix()))
 }

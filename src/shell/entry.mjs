@@ -118,39 +118,12 @@ async function facade(env, decision, body) {
     const ns = plan[0] === 2 ? env[plan[1]] : undefined;
     if (plan[0] === 1) reply = [plan[1], plan[2]];
     else if (ns) reply = await hop(ns, plan[2], plan[3], plan.length > 4 ? plan[4] : body);
-    else if (plan[0] === 3) reply = await lifecycleThenHop(env, method, body, plan);
     else reply = await wasm.facadeCall(env, method, body);
   } catch (e) {
     noteCritical(e);
     return respond(wasm.hopFailed(String(e?.message ?? e)));
   }
   return new Response(reply[1], { status: reply[0], headers: JSON_HEADERS });
-}
-
-/**
- * Facade plan 3 (a `run:`/`runall:` key's `putOwned`): the run's lifecycle status, judged in
- * Rust, then the upsert or the refusal. An answer the verdict does not know (an error, a
- * hop that failed, a missing binding) takes the facade's driver, which asks again (a read)
- * and answers as it always has. A failed upsert hop answers as plan 2's does (500, the
- * exception's message under the name `Error`, where the driver kept the exception's own
- * name); not handed back to the driver, which would write the key a second time.
- */
-async function lifecycleThenHop(env, method, body, plan) {
-  const [, runsEnv, runId, lifecycleMethod, lifecycleBody, env2, instance, method2, body2, refusal] = plan;
-  const runs = env[runsEnv];
-  const ns = env[env2];
-  if (runs && ns) {
-    let status;
-    try {
-      status = await hop(runs, runId, lifecycleMethod, lifecycleBody);
-    } catch {
-      status = null;
-    }
-    const verdict = status === null ? 2 : wasm.facadePutVerdict(status[0], status[1]);
-    if (verdict === 1) return [200, refusal];
-    if (verdict === 0) return hop(ns, instance, method2, body2);
-  }
-  return wasm.facadeCall(env, method, body);
 }
 
 /** `I<op>`: one `/v1/index/*` operation over the index shards (src/shell/index_route.rs). */
@@ -310,13 +283,13 @@ class RustObject extends DurableObject {
 
 export class WorkflowRunDO extends RustObject {
   static Rust = wasm.RunObject;
-  /** `[env binding, method]` of a lifecycle lease revocation (src/run/lease.rs). */
-  static revocation = wasm.RunObject.leaseRevocation().split("\n");
+  /** The method that revokes a lifecycle lease (src/run/lease.rs). */
+  static revocation = wasm.RunObject.leaseRevocation();
 
   /**
-   * A committed call that broke lifecycle leases answers `[holder, runId]` pairs in a
-   * fourth slot: revoke them before answering (a failure is logged; that lease then runs
-   * out by itself).
+   * A committed call that broke lifecycle leases answers `[env binding, holder, runId]`
+   * triples in a fourth slot: revoke them before answering (a failure is logged; that
+   * lease then runs out by itself).
    */
   async rpc(method, name, data) {
     const reply = await super.rpc(method, name, data);
@@ -324,12 +297,12 @@ export class WorkflowRunDO extends RustObject {
     return reply;
   }
 
-  async revokeLeases(pairs) {
-    const [envName, revoke] = WorkflowRunDO.revocation;
-    const ns = this.env[envName];
+  async revokeLeases(triples) {
+    const revoke = WorkflowRunDO.revocation;
     await Promise.all(
-      pairs.map(async ([holder, runId]) => {
+      triples.map(async ([envName, holder, runId]) => {
         try {
+          const ns = this.env[envName];
           if (!ns) throw new Error(`missing binding ${envName}`);
           const reply = await hop(ns, holder, revoke, utf8.encode(JSON.stringify([runId])));
           if (reply[0] !== 200) throw new Error(`status ${reply[0]}: ${utf8Decoder.decode(reply[1])}`);

@@ -17,9 +17,10 @@ use worker::Env;
 
 use super::call::{call_env, hop_raw};
 use super::serve::{args_or_refusal, now_ms, result_reply};
+use crate::catalog::lease::UPSERT_RUN_KEY;
 use crate::facade::driver::{self, FacadeHost};
 use crate::facade::migrate::{self, MigrationCache};
-use crate::facade::{put_verdict, refused_put, route, upsert_args, Route, Target, LIFECYCLE_METHOD, UPSERT_KEY};
+use crate::facade::{route, upsert_args, Route, Target, LIFECYCLE_METHOD, UPSERT_KEY};
 use crate::wire::router::Binding;
 use crate::wire::{RpcError, Value};
 
@@ -94,18 +95,17 @@ pub async fn facade_call(env: Env, method: String, body: Vec<u8>) -> Array {
     result_reply(driver::call(&host, &method, args, with_archive).await, f64::NAN)
 }
 
-/// The facade's synchronous plan for a call that is one hop (a `correlation:` key's
-/// `putOwned`, a call the table sends to the archive unchanged) or two (a `run:`/`runall:`
-/// key's `putOwned`: the run's lifecycle status, then the upsert), so the router makes
-/// the hops itself without this module's asynchronous machinery (which costs more than a
-/// hop): `[1, status, body]` answer (a body the router refuses), `[2, ENV, instance,
-/// method]` hop with the body as received, `[2, ENV, instance, method, body]` hop with
-/// this body, `[3, runs ENV, runId, lifecycle method, lifecycle body, ENV, instance,
-/// method, body, refusal]` the lifecycle hop, judged by [`facade_put_verdict`], then the
-/// hop with this body or the refusal as the answer, or `[0]`: call [`facade_call`]. The
-/// shard's answer is the call's answer as it is, as [`facade_call`] would give it. Only
-/// while this isolate's view of the migration is fresh (see [`with_archive`]); a stale
-/// view takes [`facade_call`], which re-reads it.
+/// The facade's synchronous plan for a call that is one hop (a `putOwned`, a call the
+/// table sends to the archive unchanged), so the router makes the hop itself without this
+/// module's asynchronous machinery (which costs more than a hop): `[1, status, body]`
+/// answer (a body the router refuses), `[2, ENV, instance, method]` hop with the body as
+/// received, `[2, ENV, instance, method, body]` hop with this body, or `[0]`: call
+/// [`facade_call`]. A `run:`/`runall:` key's `putOwned` is the catalog shard's
+/// `upsertRunKey`, which asks the run's lifecycle itself, under a lease
+/// ([`crate::catalog::lease`]); a `correlation:` key's is its `upsertKey`. The shard's
+/// answer is the call's answer as it is, as [`facade_call`] would give it. Only while this
+/// isolate's view of the migration is fresh (see [`with_archive`]); a stale view takes
+/// [`facade_call`], which re-reads it.
 #[wasm_bindgen(js_name = facadePlan)]
 pub fn facade_plan(method: &str, body: &[u8]) -> Array {
     let asynchronous = || Array::of1(&JsValue::from(0));
@@ -118,45 +118,26 @@ pub fn facade_plan(method: &str, body: &[u8]) -> Array {
         return asynchronous();
     }
     let upsert_body = |run_id: String, key: String, value: Value| Value::Array(upsert_args(run_id, key, value)).to_json();
-    let hop = |target: &Target, method: &str| {
-        Array::of4(&JsValue::from(2), &target.env_binding().into(), &target.instance().into(), &method.into())
-    };
     match route(method, &args, cache.with_archive()) {
-        Ok(Route::Archive) => hop(&Target::Archive, method),
-        Ok(Route::PutKey { target, run_id, key, value }) => {
-            let Ok(body) = upsert_body(run_id, key, value) else { return asynchronous() };
-            let plan = hop(&target, UPSERT_KEY);
-            plan.push(&Uint8Array::from(body.as_bytes()));
-            plan
-        }
-        Ok(Route::PutRun { target, run_id, key, value }) => {
-            let (Ok(upsert), Ok(refusal)) = (upsert_body(run_id.clone(), key, value), refused_put().to_json()) else {
-                return asynchronous();
-            };
-            let plan = Array::of5(
-                &JsValue::from(3),
-                &Binding::Runs.env_name().into(),
-                &run_id.into(),
-                &LIFECYCLE_METHOD.into(),
-                &Uint8Array::from(&b"[]"[..]),
-            );
-            for part in [&JsValue::from(target.env_binding()), &target.instance().into(), &UPSERT_KEY.into()] {
-                plan.push(part);
-            }
-            plan.push(&Uint8Array::from(upsert.as_bytes()));
-            plan.push(&Uint8Array::from(refusal.as_bytes()));
-            plan
-        }
+        Ok(Route::Archive) => hop_plan(&Target::Archive, method),
+        Ok(Route::PutKey { target, run_id, key, value }) => put_plan(&target, UPSERT_KEY, upsert_body(run_id, key, value)),
+        Ok(Route::PutRun { target, run_id, key, value }) => put_plan(&target, UPSERT_RUN_KEY, upsert_body(run_id, key, value)),
         _ => asynchronous(),
     }
 }
 
-/// What a plan-3 lifecycle answer (`status`, `body`) means for the `putOwned` (see
-/// [`facade_plan`]): a [`crate::facade::PutVerdict`] as a number, `0` upsert, `1` refuse,
-/// `2` call [`facade_call`] instead, which asks again and answers as the driver always has.
-#[wasm_bindgen(js_name = facadePutVerdict)]
-pub fn facade_put_verdict(status: u16, body: &[u8]) -> u8 {
-    put_verdict(status, body) as u8
+/// Plan 2: the hop to `method` on `target`.
+fn hop_plan(target: &Target, method: &str) -> Array {
+    Array::of4(&JsValue::from(2), &target.env_binding().into(), &target.instance().into(), &method.into())
+}
+
+/// Plan 2 with a body: the upsert hop on the key's catalog shard, or `[0]` if the body
+/// cannot be written.
+fn put_plan<E>(target: &Target, method: &str, body: Result<String, E>) -> Array {
+    let Ok(body) = body else { return Array::of1(&JsValue::from(0)) };
+    let plan = hop_plan(target, method);
+    plan.push(&Uint8Array::from(body.as_bytes()));
+    plan
 }
 
 /// Entries one cron tick of the archive migration moves at most (each costs 3–4 Durable

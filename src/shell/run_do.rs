@@ -84,7 +84,9 @@ impl CleanupHost for Host<'_> {
 async fn revoke(env: &Env, revocations: &[Revocation]) {
     let calls = revocations.iter().map(|r| async move {
         let args = vec![Value::str(r.run_id.as_str())];
-        if let Err(e) = call_do(env, Binding::Queue, &r.holder, REVOKE_METHOD, args).await {
+        let env_name = r.kind.env_binding();
+        let missing = || RpcError::error(format!("missing binding {env_name}"));
+        if let Err(e) = call_env(env, env_name, missing, &r.holder, REVOKE_METHOD, args).await {
             worker::console_error!("WorkflowRunDO lease revocation at {}: {}: {}", r.holder, e.name, e.message);
         }
     });
@@ -105,10 +107,11 @@ impl RunObject {
         crate::run::READ_ONLY.join(",")
     }
 
-    /// Where a lifecycle lease is revoked: `<env binding>\n<method>` (the queue's).
+    /// The method that revokes a lifecycle lease (the holder's namespace comes with each
+    /// revocation).
     #[wasm_bindgen(js_name = leaseRevocation)]
     pub fn lease_revocation() -> String {
-        format!("{}\n{REVOKE_METHOD}", Binding::Queue.env_name())
+        REVOKE_METHOD.to_string()
     }
 
     #[wasm_bindgen(constructor)]
@@ -133,12 +136,12 @@ impl RunObject {
                 revocations = owed;
                 Ok(value)
             });
-        // A committed call that contradicted leases: the class revokes them (`[holder,
-        // runId]` pairs in a fourth slot) before answering.
+        // A committed call that contradicted leases: the class revokes them (`[env binding,
+        // holder, runId]` triples in a fourth slot) before answering.
         if !revocations.is_empty() && reply.get(0).as_f64() == Some(200.0) {
             let pairs = Array::new();
             for r in &revocations {
-                pairs.push(&Array::of2(&JsValue::from_str(&r.holder), &JsValue::from_str(&r.run_id)));
+                pairs.push(&Array::of3(&r.kind.env_binding().into(), &JsValue::from_str(&r.holder), &JsValue::from_str(&r.run_id)));
             }
             reply.push(&pairs);
         }

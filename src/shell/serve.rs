@@ -91,14 +91,28 @@ pub fn serve_sync(
     direct: bool,
     core: impl FnOnce(&mut dyn Store, &Ctx, &mut Alarm, &str, Args) -> Result<Value, RpcError>,
 ) -> Array {
-    let args = match args_or_refusal(body) {
-        Ok(a) => a,
-        Err(refusal) => return refusal,
-    };
+    match args_or_refusal(body) {
+        Ok(args) => serve_args(storage, read_only, cfg, method, name, &args, direct, core),
+        Err(refusal) => refusal,
+    }
+}
+
+/// [`serve_sync`] of arguments already decoded.
+#[allow(clippy::too_many_arguments)]
+pub fn serve_args(
+    storage: &ObjectStorage,
+    read_only: &[&str],
+    cfg: &Config,
+    method: &str,
+    name: &str,
+    args: &[Value],
+    direct: bool,
+    core: impl FnOnce(&mut dyn Store, &Ctx, &mut Alarm, &str, Args) -> Result<Value, RpcError>,
+) -> Array {
     let ctx = Ctx { now: now_ms(), name, config: cfg };
     let mut alarm = Alarm::unknown();
     let writes = Writes::of(method, read_only, direct);
-    match run_sync(storage, writes, |store| core(store, &ctx, &mut alarm, method, Args(&args))) {
+    match run_sync(storage, writes, |store| core(store, &ctx, &mut alarm, method, Args(args))) {
         Ok(result) => result_reply(result, alarm_slot(alarm.change())),
         Err(fallback) => fallback_reply(&fallback),
     }

@@ -12,6 +12,8 @@
 //! The alarm compacts fences / abandoned claims in one transaction; when that fails it is
 //! re-armed at [`crate::lifecycle::compaction_retry`].
 
+use std::cell::RefCell;
+
 use js_sys::Array;
 use wasm_bindgen::prelude::*;
 use worker::worker_sys::DurableObjectState;
@@ -21,11 +23,16 @@ use super::alarm::apply_alarm;
 use super::call::call_env;
 use super::env::config;
 use super::kv::{in_transaction, ObjectStorage};
-use super::serve::{args_or_refusal, go_async, now_ms, result_reply, serve_sync};
+use super::serve::{args_or_refusal, go_async, now_ms, result_reply, serve_args, serve_sync};
+use crate::catalog::lease::{self, Plan, UPSERT_KEY, UPSERT_RUN_KEY};
+use crate::catalog::records::text;
 use crate::config::Config;
+use crate::facade::refused_put;
 use crate::hook_shard::driver::{self as hook_driver, ShardHost, MISSING_RUNS_BINDING};
 use crate::hook_shard::Family;
 use crate::hop::{Args, Ctx};
+use crate::leases::{run_is_expired, LifecycleCache, LifecycleHost, HELD_METHOD, LEASE_METHOD, LIFECYCLE_METHOD, REVOKE_METHOD};
+use crate::run::lease::CATALOG_KIND;
 use crate::store::alarm::Alarm;
 use crate::store::Store;
 use crate::wire::router::Binding;
@@ -56,41 +63,136 @@ async fn compact(storage: &ObjectStorage, class: &str, pass: impl FnOnce(&mut dy
 /// The catalog methods that never write (served without a transaction; see `serve.rs`).
 const CATALOG_READ_ONLY: [&str; 1] = ["list"];
 
+/// What the 0.3 facade's driver answers when the runs namespace is not bound; the shard's
+/// [`UPSERT_RUN_KEY`] answers the same.
+const MISSING_RUNS_FOR_INDEX: &str = "world-celld index missing binding WORKFLOW_DB";
+
 #[wasm_bindgen(js_name = CatalogObject)]
 pub struct CatalogObject {
     storage: ObjectStorage,
     config: Config,
+    env: Env,
+    /// The runs this shard has seen expired and the lifecycle leases it holds
+    /// ([`crate::catalog::lease`]).
+    lifecycle: LifecycleCache,
+    /// This instance's name, learnt from its first RPC: the holder name of its leases.
+    name: RefCell<Option<String>>,
+}
+
+impl LifecycleHost for CatalogObject {
+    async fn lifecycle_status(&self, run_id: &str) -> Result<Value, RpcError> {
+        let runs = Binding::Runs.env_name();
+        call_env(&self.env, runs, || RpcError::error(MISSING_RUNS_FOR_INDEX), run_id, LIFECYCLE_METHOD, Vec::new()).await
+    }
+
+    async fn lifecycle_lease(&self, run_id: &str) -> Result<Option<Value>, RpcError> {
+        let Some(holder) = self.name.borrow().clone() else { return Ok(None) };
+        let runs = Binding::Runs.env_name();
+        let args = vec![Value::String(holder), Value::str(CATALOG_KIND)];
+        call_env(&self.env, runs, || RpcError::error(MISSING_RUNS_FOR_INDEX), run_id, LEASE_METHOD, args).await.map(Some)
+    }
+
+    fn now(&self) -> i64 {
+        now_ms()
+    }
+}
+
+impl CatalogObject {
+    fn learn_name(&self, name: &str) {
+        if self.name.borrow().is_none() && !name.is_empty() {
+            *self.name.borrow_mut() = Some(name.to_string());
+        }
+    }
+
+    /// The lease methods (no storage): `revokeLifecycleLease(runId)` from a run DO, and
+    /// the tests' probe of the leases held.
+    fn lease_call(&self, method: &str, body: &[u8]) -> Array {
+        let args = match args_or_refusal(body) {
+            Ok(a) => a,
+            Err(refusal) => return refusal,
+        };
+        let result = if method == HELD_METHOD {
+            let held = self.lifecycle.held(now_ms()).into_iter().map(Value::String).collect();
+            Ok(Value::object([("runs", Value::Array(held))]))
+        } else {
+            match args.first().and_then(Value::as_str) {
+                Some(run_id) => Ok(Value::object([("revoked", Value::Bool(self.lifecycle.revoke(run_id)))])),
+                None => Err(RpcError::error(format!("{REVOKE_METHOD}: runId must be a string"))),
+            }
+        };
+        result_reply(result, f64::NAN)
+    }
+
+    /// The upsert's transaction (the core's `upsertKey`).
+    fn upsert(&self, name: &str, args: &[Value], direct: bool) -> Array {
+        serve_args(&self.storage, &CATALOG_READ_ONLY, &self.config, UPSERT_KEY, name, args, direct, crate::catalog::call)
+    }
 }
 
 #[wasm_bindgen(js_class = CatalogObject)]
 impl CatalogObject {
     #[wasm_bindgen(constructor)]
     pub fn new(state: DurableObjectState, env: Env) -> CatalogObject {
-        CatalogObject { storage: ObjectStorage::of(state), config: config(&env) }
+        let config = config(&env);
+        CatalogObject { storage: ObjectStorage::of(state), config, env, lifecycle: LifecycleCache::default(), name: RefCell::new(None) }
     }
 
     /// The methods that never write, comma-separated (see `serve.rs`).
     #[wasm_bindgen(js_name = readOnly)]
     pub fn read_only() -> String {
-        CATALOG_READ_ONLY.join(",")
+        // The lease methods touch no storage.
+        let mut methods = CATALOG_READ_ONLY.to_vec();
+        methods.extend([REVOKE_METHOD, HELD_METHOD]);
+        methods.join(",")
     }
 
-    /// One RPC: `[status, body, alarm]`, status 0 for `expireRun` (see `serve.rs`).
+    /// One RPC: `[status, body, alarm]`, status 0 for `expireRun`, `expireKeys` and an
+    /// `upsertRunKey` that must ask the run first (see `serve.rs`).
     #[wasm_bindgen(js_name = rpcCall)]
     pub fn rpc_call(&self, method: &str, name: &str, body: &[u8], direct: bool) -> Array {
+        if method == REVOKE_METHOD || method == HELD_METHOD {
+            return self.lease_call(method, body);
+        }
+        if method == UPSERT_RUN_KEY {
+            self.learn_name(name);
+            let args = match args_or_refusal(body) {
+                Ok(a) => a,
+                Err(refusal) => return refusal,
+            };
+            return match lease::plan(&self.lifecycle, &text(args.first()), now_ms()) {
+                Plan::Upsert => self.upsert(name, &args, direct),
+                Plan::Refuse => result_reply(Ok(refused_put()), f64::NAN),
+                Plan::Ask => go_async(),
+            };
+        }
         if crate::catalog::reads_alarm(method) {
             return go_async();
         }
         serve_sync(&self.storage, &CATALOG_READ_ONLY, &self.config, method, name, body, direct, crate::catalog::call)
     }
 
-    /// `expireRun`: the current alarm first, then one transaction, then the alarm change.
+    /// `expireRun` / `expireKeys`: the current alarm first, then one transaction, then the
+    /// alarm change. `upsertRunKey`: the run's lifecycle lease first, then the upsert.
     #[wasm_bindgen(js_name = rpcAsync)]
     pub async fn rpc_async(&self, method: String, name: String, body: Vec<u8>) -> Array {
         let args = match args_or_refusal(&body) {
             Ok(a) => a,
             Err(refusal) => return refusal,
         };
+        if method == UPSERT_RUN_KEY {
+            self.learn_name(&name);
+            let run_id = text(args.first());
+            let result = match run_is_expired(self, &self.lifecycle, &run_id).await {
+                Ok(false) => {
+                    let ctx = Ctx { now: now_ms(), name: &name, config: &self.config };
+                    let mut alarm = Alarm::unknown();
+                    in_transaction(&self.storage, |store| crate::catalog::call(store, &ctx, &mut alarm, UPSERT_KEY, Args(&args)))
+                }
+                Ok(true) => Ok(refused_put()),
+                Err(e) => Err(e),
+            };
+            return result_reply(result, f64::NAN);
+        }
         let result = async {
             let mut alarm = Alarm::new(current_alarm(&self.storage).await?);
             let ctx = Ctx { now: now_ms(), name: &name, config: &self.config };

@@ -1078,3 +1078,45 @@ fn lease_grants_are_bounded_and_checked() {
     let renewed = num(&lease(&w, "q:0"), "leaseUntil");
     assert_eq!(renewed, (w.now.get() + crate::run::lease::LEASE_MS) as f64);
 }
+
+fn catalog_lease(w: &World, holder: &str) -> Value {
+    w.run_call(crate::run::lease::METHOD, vec![Value::str(holder), Value::str(crate::run::lease::CATALOG_KIND)]).unwrap()
+}
+
+#[test]
+fn catalog_shards_hold_leases_of_their_own_kind() {
+    use crate::run::lease::{HolderKind, Revocation};
+    let w = World::new();
+    w.apply(CREATED, 3_600_000);
+    // One name, both kinds: two leases, each revoked on its own namespace.
+    let queue = lease(&w, "run-catalog:v1:03");
+    let catalog = catalog_lease(&w, "run-catalog:v1:03");
+    assert_eq!(catalog.get("status"), Some(&Value::str("active")));
+    assert!(num(&queue, "leaseUntil").is_finite());
+    assert_eq!(num(&catalog, "leaseUntil"), (w.now.get() + crate::run::lease::LEASE_MS) as f64);
+    let mut keys = lease_keys(&w);
+    keys.sort();
+    assert_eq!(keys, vec!["catalog-lease:run-catalog:v1:03".to_string(), "lifecycle-lease:run-catalog:v1:03".to_string()]);
+    for bad in [Value::str("queue"), Value::num(1.0), Value::Bool(true)] {
+        let err = w.run_call(crate::run::lease::METHOD, vec![Value::str("run-catalog:v1:03"), bad]).unwrap_err();
+        assert!(err.message.contains("kind"), "{}", err.message);
+    }
+    // An explicit null kind is a queue shard's grant.
+    assert!(num(&w.run_call(crate::run::lease::METHOD, vec![Value::str("q:9"), Value::Null]).unwrap(), "leaseUntil").is_finite());
+    assert!(lease_keys(&w).contains(&"lifecycle-lease:q:9".to_string()));
+    w.apply(COMPLETED, 3_600_000);
+    assert!(w.revoked.borrow().is_empty(), "an hour's retention outlasts the leases");
+    w.run_call("cleanupNow", vec![v(r#"{"retentionMs":3600000,"queueShards":1}"#)]).unwrap();
+    let mut got: Vec<Revocation> = w.revoked.borrow_mut().drain(..).collect();
+    got.sort_by(|a, b| (a.holder.as_str(), a.kind as u8).cmp(&(b.holder.as_str(), b.kind as u8)));
+    let want = |kind, holder: &str| Revocation { kind, holder: holder.to_string(), run_id: RUN.to_string() };
+    assert_eq!(
+        got,
+        vec![want(HolderKind::Queue, "q:9"), want(HolderKind::Queue, "run-catalog:v1:03"), want(HolderKind::Catalog, "run-catalog:v1:03")]
+    );
+    assert_eq!(HolderKind::Catalog.env_binding(), "WORKFLOW_RUN_CATALOG");
+    assert_eq!(HolderKind::Queue.env_binding(), "WORKFLOW_QUEUE");
+    assert!(lease_keys(&w).is_empty());
+    assert_eq!(catalog_lease(&w, "run-catalog:v1:03").get("status"), Some(&Value::str("expired")));
+    assert!(lease_keys(&w).is_empty(), "an expired run grants nothing");
+}

@@ -1,0 +1,119 @@
+//! What a holder of lifecycle leases knows of runs (see `crate::run::lease`): the runs it
+//! has seen expired and the leases it holds ([`LifecycleCache`]), and the ask that fills
+//! them ([`run_is_expired`]). Two kinds of instance hold leases: the QueueDO shards
+//! (before a run-guarded queue mutation, `crate::queue::driver`) and the run-catalog
+//! shards (before the 0.3 facade's upsert of a `run:`/`runall:` key, `crate::catalog::lease`).
+
+#![allow(async_fn_in_trait)] // hosts are single-threaded (wasm, tests): no Send bound wanted
+
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeSet, HashMap};
+
+use crate::wire::{RpcError, Value};
+
+/// The run DO method asked, and the answer that means "expired".
+pub const LIFECYCLE_METHOD: &str = "getLifecycleStatus";
+/// The run DO method that answers the status with a lease (internal).
+pub const LEASE_METHOD: &str = crate::run::lease::METHOD;
+/// The holder method a run DO calls to take back a lease (internal, not routable).
+pub const REVOKE_METHOD: &str = "revokeLifecycleLease";
+/// Internal probe (tests): the runs whose leases this instance holds.
+pub const HELD_METHOD: &str = "heldLifecycleLeases";
+pub const EXPIRED: &str = "expired";
+
+/// What asking a run DO needs from the holder's environment.
+pub trait LifecycleHost {
+    /// `WorkflowRunDO(runId).getLifecycleStatus()`.
+    async fn lifecycle_status(&self, run_id: &str) -> Result<Value, RpcError>;
+    /// `WorkflowRunDO(runId).leaseLifecycle(<this instance's name>)` →
+    /// `{status, leaseUntil}`, or `None` when this instance cannot hold leases (it does
+    /// not know its own name yet).
+    async fn lifecycle_lease(&self, run_id: &str) -> Result<Option<Value>, RpcError>;
+    /// The current time (epoch ms).
+    fn now(&self) -> i64;
+}
+
+/// What this instance knows of runs' lifecycles: runs seen expired, and the leases it
+/// holds (both bounded; cleared when full).
+#[derive(Debug, Default)]
+pub struct LifecycleCache {
+    expired: RefCell<BTreeSet<String>>,
+    /// runId → lease `until` (epoch ms).
+    leases: RefCell<HashMap<String, i64>>,
+    /// Revocations received so far: a lease granted while one arrived is not kept (the
+    /// revocation may have overtaken the grant's answer).
+    revocations: Cell<u64>,
+}
+
+/// Most runs a [`LifecycleCache`] remembers as expired, and most leases it holds.
+pub const EXPIRED_CACHE_LIMIT: usize = 256;
+pub const LEASE_CACHE_LIMIT: usize = 4096;
+
+impl LifecycleCache {
+    pub fn contains(&self, run_id: &str) -> bool {
+        self.expired.borrow().contains(run_id)
+    }
+    pub fn insert(&self, run_id: &str) {
+        let mut runs = self.expired.borrow_mut();
+        if runs.len() >= EXPIRED_CACHE_LIMIT {
+            runs.clear();
+        }
+        runs.insert(run_id.to_string());
+        self.leases.borrow_mut().remove(run_id);
+    }
+    /// Does this instance hold a lease of the run that is still running at `now`?
+    pub fn leased(&self, run_id: &str, now: i64) -> bool {
+        self.leases.borrow().get(run_id).is_some_and(|until| now < *until)
+    }
+    fn keep_lease(&self, run_id: &str, until: i64, now: i64) {
+        let mut leases = self.leases.borrow_mut();
+        if leases.len() >= LEASE_CACHE_LIMIT {
+            leases.retain(|_, u| now < *u);
+            if leases.len() >= LEASE_CACHE_LIMIT {
+                leases.clear();
+            }
+        }
+        leases.insert(run_id.to_string(), until);
+    }
+    /// The runs this instance holds a running lease of at `now`, sorted.
+    pub fn held(&self, now: i64) -> Vec<String> {
+        let mut runs: Vec<String> = self.leases.borrow().iter().filter(|(_, u)| now < **u).map(|(r, _)| r.clone()).collect();
+        runs.sort();
+        runs
+    }
+    /// `revokeLifecycleLease(runId)`: forget the run's lease (and any grant in flight).
+    /// Returns whether a lease was held.
+    pub fn revoke(&self, run_id: &str) -> bool {
+        self.revocations.set(self.revocations.get().wrapping_add(1));
+        self.leases.borrow_mut().remove(run_id).is_some()
+    }
+}
+
+/// Is the run expired according to its run DO? Remembers `expired` answers and leases in
+/// `cache`.
+pub async fn run_is_expired<H: LifecycleHost>(host: &H, cache: &LifecycleCache, run_id: &str) -> Result<bool, RpcError> {
+    if cache.contains(run_id) {
+        return Ok(true);
+    }
+    if cache.leased(run_id, host.now()) {
+        return Ok(false);
+    }
+    let epoch = cache.revocations.get();
+    let status = match host.lifecycle_lease(run_id).await? {
+        Some(answer) => {
+            let until = answer.get("leaseUntil").and_then(Value::as_f64);
+            if let Some(until) = until.filter(|u| u.is_finite()) {
+                if cache.revocations.get() == epoch {
+                    cache.keep_lease(run_id, until as i64, host.now());
+                }
+            }
+            answer.get("status").cloned().unwrap_or(Value::Null)
+        }
+        None => host.lifecycle_status(run_id).await?,
+    };
+    let expired = status.as_str() == Some(EXPIRED);
+    if expired {
+        cache.insert(run_id);
+    }
+    Ok(expired)
+}
