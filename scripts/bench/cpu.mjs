@@ -321,6 +321,21 @@ export const CPU_WORKLOADS = {
       return `${verified} events read back`;
     },
   },
+  run0: {
+    about: "a workflow run with no steps, as the 0.3 client writes it: createEvent of run_created, run_started, run_completed (each applyEvent, then the run's run: and runall: keys); one run per operation",
+    ops: 400,
+    warm: 40,
+    lane: (ctx, lane, phase) => {
+      const events = [laneEvent(0), laneEvent(1), { eventType: "run_completed", specVersion: 6, eventData: { output: STEP_INPUT } }];
+      return async (k) => {
+        const runId = `wrun_bench_r0_${ctx.tag}_${phase}_${lane}_${k}`;
+        for (const data of events) {
+          const out = await ctx.client.createEvent(runId, data);
+          expect(out?.ok === true && out.run?.runId === runId, `${data.eventType} on ${runId}`, out);
+        }
+      };
+    },
+  },
   event040: {
     about: "0.4 client event: world-client-040 createEvent (applyEvent, plus runs/commit when the outcome carries the run); 8 runs in parallel, as event",
     ops: 2400,

@@ -5,16 +5,19 @@
 //!
 //! * **Grant** (`leaseLifecycle(holder, kind?)`, internal): the lifecycle status, plus for
 //!   a run that exists and is not expired `leaseUntil` = min(now + [`LEASE_MS`], the
-//!   retained cleanup record's `dueAt`). The grant is stored as `<prefix><holder>` =
-//!   `{runId, until}` (the longest one granted to that holder), the prefix naming the
-//!   holder's kind ([`HolderKind`]: a QueueDO shard, or with `kind` `"catalog"` a
-//!   run-catalog shard). A missing run gets no lease and writes nothing: it could be
-//!   created at any time.
+//!   retained cleanup record's `dueAt`). A queue shard's grant is stored as
+//!   `lifecycle-lease:<holder>` = `{runId, until}` (the longest one granted to that
+//!   holder). A run-catalog shard's (`kind` `"catalog"`, [`HolderKind::Catalog`]) is not
+//!   stored: only the run's own catalog shard gets one, so the holder is known without a
+//!   record, and a grant costs no write. A missing run gets no lease and writes nothing:
+//!   it could be created at any time.
 //! * **Revoke**: any transaction of this run that writes its cleanup record or tombstone
 //!   (terminal retention, `scheduleCleanup`, `cleanupNow`, `enforceRetention`, the cleanup
-//!   pages) runs under [`Watch`]; when the write moved the expiry instant before a stored
-//!   lease's `until`, the same transaction deletes that lease and the shell, after the
-//!   commit and before answering, calls the holder's `revokeLifecycleLease(runId)` on its
+//!   pages) runs under [`Watch`]. When the write moved the expiry instant before a stored
+//!   lease's `until`, the same transaction deletes that lease; when it moved the expiry
+//!   earlier, to before now + [`LEASE_MS`] (so a catalog lease granted up to now may run
+//!   past it), the run's catalog shard is owed a revocation too. The shell, after the
+//!   commit and before answering, calls each holder's `revokeLifecycleLease(runId)` on its
 //!   kind's namespace.
 //!
 //! So a holder that trusts its lease only until `until` sees what `getLifecycleStatus()`
@@ -34,8 +37,6 @@ use crate::wire::{RpcError, Value};
 
 /// Storage prefix of the leases granted to QueueDO shards (`lifecycle-lease:<holder>`).
 pub const LEASE_PREFIX: &str = "lifecycle-lease:";
-/// Storage prefix of the leases granted to run-catalog shards (`catalog-lease:<holder>`).
-pub const CATALOG_LEASE_PREFIX: &str = "catalog-lease:";
 /// The `kind` argument of a run-catalog shard's grant.
 pub const CATALOG_KIND: &str = "catalog";
 /// Longest lease granted. Must stay below the queue's fence compaction delay (330 s).
@@ -44,39 +45,30 @@ pub const LEASE_MS: i64 = 60_000;
 pub const MIN_LEASE_MS: i64 = 1_000;
 /// Longest holder name accepted (a QueueDO instance name).
 pub const MAX_HOLDER_LEN: usize = 512;
-/// Most leases one run keeps of each kind (one per shard that asked; the client uses a
-/// handful of queue shards, and one catalog shard holds a run's keys). Past it, no new
-/// holder gets a lease (it keeps asking every time).
+/// Most queue-shard leases one run keeps (one per shard that asked; the client uses a
+/// handful). Past it, no new holder gets a lease (it keeps asking every time).
 pub const MAX_LEASES: usize = 256;
 
 /// The internal method name (not on the router's whitelist).
 pub const METHOD: &str = "leaseLifecycle";
 
-/// Who holds a lease: its storage prefix here, and where it is revoked.
+/// Who holds a lease, and where it is revoked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HolderKind {
-    /// A QueueDO shard (`WORKFLOW_QUEUE`).
+    /// A QueueDO shard (`WORKFLOW_QUEUE`); its leases are stored here.
     Queue,
-    /// A run-catalog shard (`WORKFLOW_RUN_CATALOG`), for the 0.3 facade's run keys.
+    /// The run's catalog shard (`WORKFLOW_RUN_CATALOG`), for the 0.3 facade's run keys
+    /// (`crate::catalog::lease`); not stored.
     Catalog,
 }
 
 impl HolderKind {
-    pub const ALL: [HolderKind; 2] = [HolderKind::Queue, HolderKind::Catalog];
-
     /// The grant's optional `kind` argument: absent or null for a queue shard.
     pub fn from_arg(kind: Option<&Value>) -> Result<HolderKind, RpcError> {
         match kind {
             None | Some(Value::Null) => Ok(HolderKind::Queue),
             Some(Value::String(k)) if k == CATALOG_KIND => Ok(HolderKind::Catalog),
             Some(_) => Err(RpcError::error(format!("{METHOD}: kind must be absent or \"{CATALOG_KIND}\""))),
-        }
-    }
-
-    pub fn prefix(self) -> &'static str {
-        match self {
-            HolderKind::Queue => LEASE_PREFIX,
-            HolderKind::Catalog => CATALOG_LEASE_PREFIX,
         }
     }
 
@@ -87,10 +79,10 @@ impl HolderKind {
             HolderKind::Catalog => crate::catalog::ENV_BINDING,
         }
     }
+}
 
-    fn key(self, holder: &str) -> String {
-        format!("{}{holder}", self.prefix())
-    }
+fn lease_key(holder: &str) -> String {
+    format!("{LEASE_PREFIX}{holder}")
 }
 
 /// A stored lease (`lifecycle-lease:<holder>`). Read leniently: a member that does not
@@ -144,9 +136,14 @@ pub fn grant(store: &mut dyn Store, now: i64, run_id: &str, holder: Option<&str>
     let Some(until) = until else {
         return Ok(Value::object([("status", status), ("leaseUntil", Value::Null)]));
     };
-    let key = kind.key(holder);
+    if kind == HolderKind::Catalog {
+        // Only the run's own catalog shard holds a catalog lease (the revocation's target).
+        let until = (holder == crate::shard::run_catalog(run_id)).then_some(until);
+        return Ok(Value::object([("status", status), ("leaseUntil", until.map_or(Value::Null, |u| Value::num(u as f64)))]));
+    }
+    let key = lease_key(holder);
     let stored = Lease::load(store, &key)?.and_then(|l| l.until);
-    if stored.is_none() && store.list_keys(&ListOptions::prefix(kind.prefix()).limit(MAX_LEASES))?.len() >= MAX_LEASES {
+    if stored.is_none() && store.list_keys(&ListOptions::prefix(LEASE_PREFIX).limit(MAX_LEASES))?.len() >= MAX_LEASES {
         return Ok(Value::object([("status", status), ("leaseUntil", Value::Null)]));
     }
     // The stored lease must cover every instant granted to this holder.
@@ -173,47 +170,81 @@ pub fn contradicted(store: &mut dyn Store, now: i64) -> StoreResult<Vec<Revocati
     let state = retention_state(store, now)?;
     let Some(expires) = expires_at(&state, now) else { return Ok(Vec::new()) };
     let mut out = Vec::new();
-    for kind in HolderKind::ALL {
-        for (key, value) in store.list(&ListOptions::prefix(kind.prefix()))? {
-            let lease: Lease = serde_json::from_str(&value).unwrap_or_default();
-            match lease.until {
-                Some(u) if u <= now => {}
-                Some(u) if u <= expires => continue,
-                _ => {
-                    if let Some(run_id) = lease.run_id {
-                        out.push(Revocation { kind, holder: key[kind.prefix().len()..].to_string(), run_id });
-                    }
+    for (key, value) in store.list(&ListOptions::prefix(LEASE_PREFIX))? {
+        let lease: Lease = serde_json::from_str(&value).unwrap_or_default();
+        match lease.until {
+            Some(u) if u <= now => {}
+            Some(u) if u <= expires => continue,
+            _ => {
+                if let Some(run_id) = lease.run_id {
+                    out.push(Revocation { kind: HolderKind::Queue, holder: key[LEASE_PREFIX.len()..].to_string(), run_id });
                 }
             }
-            store.delete(&key)?;
         }
+        store.delete(&key)?;
     }
     Ok(out)
 }
 
+/// The run's expiry as it was before a watched transaction first wrote it.
+#[derive(Debug, Clone, Copy)]
+struct Before {
+    expired: bool,
+    expires: Option<i64>,
+}
+
+/// The catalog shard's revocation a transaction owes: when it moved the run's expiry
+/// earlier (from none, or from a later instant), to before `now` + [`LEASE_MS`]. Catalog
+/// grants are not recorded, but each ran at most [`LEASE_MS`] from its grant and never
+/// past the expiry then in force, which every earlier move already revoked past; so a
+/// lease can outlive the new expiry only under exactly this condition. Not after the run
+/// had expired (an expired run grants nothing), so the cleanup pages owe nothing.
+fn catalog_revocation(store: &mut dyn Store, before: Before, now: i64) -> StoreResult<Option<Revocation>> {
+    if before.expired {
+        return Ok(None);
+    }
+    let after = retention_state(store, now)?;
+    let Some(expires) = expires_at(&after, now) else { return Ok(None) };
+    if expires >= now.saturating_add(LEASE_MS) || before.expires.is_some_and(|b| b <= expires) {
+        return Ok(None);
+    }
+    let run_id = after.tombstone.as_ref().and_then(|t| t.get("runId")).or_else(|| after.cleanup.as_ref().and_then(|c| c.get("runId")));
+    Ok(run_id.and_then(Value::as_str).map(|run_id| Revocation {
+        kind: HolderKind::Catalog,
+        holder: crate::shard::run_catalog(run_id),
+        run_id: run_id.to_string(),
+    }))
+}
+
 /// A store that notes writes of the cleanup record and the tombstone: the calls after
-/// which [`contradicted`] must run.
+/// which [`contradicted`] must run (and, from the expiry before the first such write,
+/// whether the catalog shard's lease must be revoked).
 pub struct Watch<'a> {
     inner: &'a mut dyn Store,
-    pub touched: bool,
+    now: i64,
+    before: Option<Before>,
 }
 
 impl<'a> Watch<'a> {
-    pub fn new(inner: &'a mut dyn Store) -> Self {
-        Watch { inner, touched: false }
+    pub fn new(inner: &'a mut dyn Store, now: i64) -> Self {
+        Watch { inner, now, before: None }
     }
     fn note(&mut self, key: &str) {
-        if key == keys::RETENTION_CLEANUP || key == keys::RETENTION_TOMBSTONE {
-            self.touched = true;
+        if self.before.is_none() && (key == keys::RETENTION_CLEANUP || key == keys::RETENTION_TOMBSTONE) {
+            // A record that cannot be read (being overwritten, perhaps) counts as no expiry:
+            // the catalog revocation is then decided by the new state alone.
+            self.before = Some(match retention_state(self.inner, self.now) {
+                Ok(state) => Before { expired: state.tombstone.is_some(), expires: expires_at(&state, self.now) },
+                Err(_) => Before { expired: false, expires: None },
+            });
         }
     }
     /// The revocations owed after the calls made through this store.
-    pub fn finish(self, now: i64) -> StoreResult<Vec<Revocation>> {
-        if self.touched {
-            contradicted(self.inner, now)
-        } else {
-            Ok(Vec::new())
-        }
+    pub fn finish(self) -> StoreResult<Vec<Revocation>> {
+        let Some(before) = self.before else { return Ok(Vec::new()) };
+        let mut out = contradicted(self.inner, self.now)?;
+        out.extend(catalog_revocation(self.inner, before, self.now)?);
+        Ok(out)
     }
 }
 
@@ -246,5 +277,5 @@ impl Store for Watch<'_> {
 
 /// Is `key` a lease (bookkeeping the payload phase deletes without counting)?
 pub fn is_lease_key(key: &str) -> bool {
-    HolderKind::ALL.iter().any(|k| key.starts_with(k.prefix()))
+    key.starts_with(LEASE_PREFIX)
 }

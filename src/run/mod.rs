@@ -69,9 +69,9 @@ pub fn call_watched(
     method: &str,
     args: Args,
 ) -> Result<(Value, Vec<lease::Revocation>), RpcError> {
-    let mut watch = lease::Watch::new(store);
+    let mut watch = lease::Watch::new(store, ctx.now);
     let value = call(&mut watch, ctx, alarm, method, args)?;
-    Ok((value, watch.finish(ctx.now)?))
+    Ok((value, watch.finish()?))
 }
 
 /// Dispatch one RPC method (inside one storage transaction). `alarm` collects the alarm

@@ -53,9 +53,9 @@ impl CleanupHost for Host<'_> {
         let mut alarm = Alarm::unknown();
         let now = now_ms();
         let (out, revocations) = in_transaction(storage, |s| {
-            let mut watch = Watch::new(s);
+            let mut watch = Watch::new(s, now);
             let out = f(&mut watch, now, &mut alarm)?;
-            Ok((out, watch.finish(now)?))
+            Ok((out, watch.finish()?))
         })?;
         apply_alarm(storage, alarm.change()).await?;
         revoke(self.env, &revocations).await;

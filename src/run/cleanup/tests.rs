@@ -273,9 +273,9 @@ impl CleanupHost for World {
         let mut alarm = Alarm::unknown();
         // As the shell's host: the transaction runs under a lease watch.
         let (out, owed) = self.run.borrow_mut().in_transaction(|s| {
-            let mut watch = crate::run::lease::Watch::new(s);
+            let mut watch = crate::run::lease::Watch::new(s, now);
             let out = f(&mut watch, now, &mut alarm)?;
-            Ok::<_, RpcError>((out, watch.finish(now)?))
+            Ok::<_, RpcError>((out, watch.finish()?))
         })?;
         self.apply_change(alarm.change());
         self.revoked.borrow_mut().extend(owed);
@@ -976,8 +976,10 @@ fn lease(w: &World, holder: &str) -> Value {
     w.run_call(crate::run::lease::METHOD, vec![Value::str(holder)]).unwrap()
 }
 
+/// The queue shards' revocations owed so far (the catalog shard's: [`catalog_revocations`]).
 fn revoked(w: &World) -> Vec<(String, String)> {
-    w.revoked.borrow_mut().drain(..).map(|r| (r.holder, r.run_id)).collect()
+    let all: Vec<_> = w.revoked.borrow_mut().drain(..).collect();
+    all.into_iter().filter(|r| r.kind == crate::run::lease::HolderKind::Queue).map(|r| (r.holder, r.run_id)).collect()
 }
 
 fn lease_keys(w: &World) -> Vec<String> {
@@ -1083,40 +1085,73 @@ fn catalog_lease(w: &World, holder: &str) -> Value {
     w.run_call(crate::run::lease::METHOD, vec![Value::str(holder), Value::str(crate::run::lease::CATALOG_KIND)]).unwrap()
 }
 
+fn catalog_revocations(w: &World) -> Vec<crate::run::lease::Revocation> {
+    let all: Vec<_> = w.revoked.borrow_mut().drain(..).collect();
+    all.into_iter().filter(|r| r.kind == crate::run::lease::HolderKind::Catalog).collect()
+}
+
 #[test]
-fn catalog_shards_hold_leases_of_their_own_kind() {
+fn the_run_catalog_shard_gets_an_unrecorded_lease() {
     use crate::run::lease::{HolderKind, Revocation};
+    let home = crate::shard::run_catalog(RUN);
     let w = World::new();
+    assert_eq!(catalog_lease(&w, &home).get("leaseUntil"), Some(&Value::Null), "a missing run: no lease");
     w.apply(CREATED, 3_600_000);
-    // One name, both kinds: two leases, each revoked on its own namespace.
-    let queue = lease(&w, "run-catalog:v1:03");
-    let catalog = catalog_lease(&w, "run-catalog:v1:03");
-    assert_eq!(catalog.get("status"), Some(&Value::str("active")));
-    assert!(num(&queue, "leaseUntil").is_finite());
-    assert_eq!(num(&catalog, "leaseUntil"), (w.now.get() + crate::run::lease::LEASE_MS) as f64);
-    let mut keys = lease_keys(&w);
-    keys.sort();
-    assert_eq!(keys, vec!["catalog-lease:run-catalog:v1:03".to_string(), "lifecycle-lease:run-catalog:v1:03".to_string()]);
+    let granted = catalog_lease(&w, &home);
+    assert_eq!(granted.get("status"), Some(&Value::str("active")));
+    assert_eq!(num(&granted, "leaseUntil"), (w.now.get() + crate::run::lease::LEASE_MS) as f64);
+    assert!(w.run_keys().iter().all(|k| !k.contains(&home)), "nothing recorded");
+    // Another shard is not the run's: no lease for it.
+    let other = if home.ends_with("00") { "run-catalog:v1:01" } else { "run-catalog:v1:00" };
+    let refused = catalog_lease(&w, other);
+    assert_eq!((refused.get("status"), refused.get("leaseUntil")), (Some(&Value::str("active")), Some(&Value::Null)));
     for bad in [Value::str("queue"), Value::num(1.0), Value::Bool(true)] {
-        let err = w.run_call(crate::run::lease::METHOD, vec![Value::str("run-catalog:v1:03"), bad]).unwrap_err();
+        let err = w.run_call(crate::run::lease::METHOD, vec![Value::str(&home), bad]).unwrap_err();
         assert!(err.message.contains("kind"), "{}", err.message);
     }
-    // An explicit null kind is a queue shard's grant.
+    // An explicit null kind is a queue shard's grant, recorded as before.
     assert!(num(&w.run_call(crate::run::lease::METHOD, vec![Value::str("q:9"), Value::Null]).unwrap(), "leaseUntil").is_finite());
-    assert!(lease_keys(&w).contains(&"lifecycle-lease:q:9".to_string()));
+    assert_eq!(lease_keys(&w), vec!["lifecycle-lease:q:9".to_string()]);
+    // An hour's retention outlasts any lease: completing revokes nothing.
     w.apply(COMPLETED, 3_600_000);
-    assert!(w.revoked.borrow().is_empty(), "an hour's retention outlasts the leases");
+    assert!(w.revoked.borrow().is_empty());
+    // cleanupNow expires the run now: both kinds are revoked, each on its own namespace.
     w.run_call("cleanupNow", vec![v(r#"{"retentionMs":3600000,"queueShards":1}"#)]).unwrap();
     let mut got: Vec<Revocation> = w.revoked.borrow_mut().drain(..).collect();
-    got.sort_by(|a, b| (a.holder.as_str(), a.kind as u8).cmp(&(b.holder.as_str(), b.kind as u8)));
+    got.sort_by_key(|r| r.kind as u8);
     let want = |kind, holder: &str| Revocation { kind, holder: holder.to_string(), run_id: RUN.to_string() };
-    assert_eq!(
-        got,
-        vec![want(HolderKind::Queue, "q:9"), want(HolderKind::Queue, "run-catalog:v1:03"), want(HolderKind::Catalog, "run-catalog:v1:03")]
-    );
+    assert_eq!(got, vec![want(HolderKind::Queue, "q:9"), want(HolderKind::Catalog, &home)]);
     assert_eq!(HolderKind::Catalog.env_binding(), "WORKFLOW_RUN_CATALOG");
     assert_eq!(HolderKind::Queue.env_binding(), "WORKFLOW_QUEUE");
-    assert!(lease_keys(&w).is_empty());
-    assert_eq!(catalog_lease(&w, "run-catalog:v1:03").get("status"), Some(&Value::str("expired")));
-    assert!(lease_keys(&w).is_empty(), "an expired run grants nothing");
+    // The remaining pages owe nothing: the run was already expired.
+    while w.fire_alarm() {}
+    assert!(w.revoked.borrow().is_empty());
+    assert_eq!(catalog_lease(&w, &home).get("leaseUntil"), Some(&Value::Null), "an expired run grants nothing");
+}
+
+#[test]
+fn the_catalog_shard_is_revoked_only_when_the_expiry_moves_within_a_lease() {
+    let home = crate::shard::run_catalog(RUN);
+    // A terminal retention shorter than a lease: revoked by the completing event.
+    let w = World::new();
+    w.apply(CREATED, 5_000);
+    catalog_lease(&w, &home);
+    w.apply(COMPLETED, 5_000);
+    let got = catalog_revocations(&w);
+    assert_eq!(got.iter().map(|r| (r.holder.as_str(), r.run_id.as_str())).collect::<Vec<_>>(), vec![(home.as_str(), RUN)]);
+    // Leased again only up to the due time; a later move to a later instant owes nothing,
+    // expiry by time writes nothing, and the pages after it owe nothing.
+    assert_eq!(num(&catalog_lease(&w, &home), "leaseUntil"), date(&w.status(), "dueAt") as f64);
+    w.tick(5_000);
+    while w.fire_alarm() {}
+    assert!(catalog_revocations(&w).is_empty());
+    assert_eq!(phase(&w.status()), "tombstoned");
+
+    // Maximum-age enforcement of a run without a cleanup record: revoked.
+    let w = World::new();
+    w.apply(CREATED, 0);
+    w.tick(10_000);
+    let request = v(&format!(r#"{{"retentionMs":1000,"queueShards":1,"scheduledTime":{}}}"#, w.now.get()));
+    block_on(enforce_retention(&w, Some(&request))).unwrap();
+    assert_eq!(catalog_revocations(&w).len(), 1);
 }
