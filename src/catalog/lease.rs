@@ -6,13 +6,13 @@
 //! Asking it costs a hop on every call: the 0.3 client writes both run keys at every
 //! status change of a run, six calls per run. So the shard asks the way a QueueDO shard
 //! does ([`crate::leases`]): `leaseLifecycle(<shard name>, "catalog")` answers the status
-//! and, for a run that exists and is not expired, a lease (≤ 60 s, never past the run's
+//! and, for a run that exists and is not expired, a lease (≤ 5 min, never past the run's
 //! cleanup due time) that the run DO revokes before answering any call that would expire
 //! the run sooner ([`crate::run::lease`]). While the shard holds a lease, the upsert is
 //! one hop and one transaction, as a `correlation:` key's is.
 //!
 //! Why a stale lease cannot leak a key (a revocation that failed, or one that raced the
-//! grant): it lasts at most 60 s past the instant the run's expiry moved. If the run's
+//! grant): it lasts at most 5 minutes past the instant the run's expiry moved. If the run's
 //! retention cleanup has already called this shard's `expireRun`, its fence (kept 20 min)
 //! refuses the upsert inside [`super::publish::upsert_key`]; if it has not, that
 //! `expireRun` deletes the key when it comes. The answer in that window may be

@@ -4,8 +4,9 @@
 //! `queue.md` §3).
 //!
 //! * **Grant** (`leaseLifecycle(holder, kind?)`, internal): the lifecycle status, plus for
-//!   a run that exists and is not expired `leaseUntil` = min(now + [`LEASE_MS`], the
-//!   retained cleanup record's `dueAt`). A queue shard's grant is stored as
+//!   a run that exists and is not expired `leaseUntil` = min(now + [`LEASE_MS`] (for a
+//!   catalog shard [`CATALOG_LEASE_MS`]), the retained cleanup record's `dueAt`). A queue
+//!   shard's grant is stored as
 //!   `lifecycle-lease:<holder>` = `{runId, until}` (the longest one granted to that
 //!   holder). A run-catalog shard's (`kind` `"catalog"`, [`HolderKind::Catalog`]) is not
 //!   stored: only the run's own catalog shard gets one, so the holder is known without a
@@ -15,10 +16,10 @@
 //!   (terminal retention, `scheduleCleanup`, `cleanupNow`, `enforceRetention`, the cleanup
 //!   pages) runs under [`Watch`]. When the write moved the expiry instant before a stored
 //!   lease's `until`, the same transaction deletes that lease; when it moved the expiry
-//!   earlier, to before now + [`LEASE_MS`] (so a catalog lease granted up to now may run
-//!   past it), the run's catalog shard is owed a revocation too. The shell, after the
-//!   commit and before answering, calls each holder's `revokeLifecycleLease(runId)` on its
-//!   kind's namespace.
+//!   earlier, to before now + [`CATALOG_LEASE_MS`] (so a catalog lease granted up to now
+//!   may run past it), the run's catalog shard is owed a revocation too. The shell, after
+//!   the commit and before answering, calls each holder's `revokeLifecycleLease(runId)` on
+//!   its kind's namespace.
 //!
 //! So a holder that trusts its lease only until `until` sees what `getLifecycleStatus()`
 //! would have told it, except for a call that races the revoking call itself (the
@@ -26,7 +27,8 @@
 //! revocation call fails, the holder keeps its lease until `until` (at most [`LEASE_MS`]);
 //! a message it accepts meanwhile is still deleted by the run's `expireRun` (the queue
 //! fence is compacted only 330 s after the run acknowledged it, longer than any lease),
-//! so nothing leaks either way.
+//! so nothing leaks either way. The same holds for a catalog shard (`crate::catalog::lease`:
+//! its fence is kept 20 minutes, longer than [`CATALOG_LEASE_MS`]).
 
 use serde::{Deserialize, Serialize};
 
@@ -41,6 +43,11 @@ pub const LEASE_PREFIX: &str = "lifecycle-lease:";
 pub const CATALOG_KIND: &str = "catalog";
 /// Longest lease granted. Must stay below the queue's fence compaction delay (330 s).
 pub const LEASE_MS: i64 = 60_000;
+/// Longest lease granted to a run's catalog shard: a run's status changes (created,
+/// started, completed) are seldom more than a few minutes apart. Must stay below the
+/// catalog's expiry fence grace (20 min), which refuses what a stale lease lets through.
+pub const CATALOG_LEASE_MS: i64 = 300_000;
+const _: () = assert!(CATALOG_LEASE_MS < crate::lifecycle::CATALOG_FENCE_GRACE_MS);
 /// Leases shorter than this are not worth a write: the holder asks again.
 pub const MIN_LEASE_MS: i64 = 1_000;
 /// Longest holder name accepted (a QueueDO instance name).
@@ -69,6 +76,14 @@ impl HolderKind {
             None | Some(Value::Null) => Ok(HolderKind::Queue),
             Some(Value::String(k)) if k == CATALOG_KIND => Ok(HolderKind::Catalog),
             Some(_) => Err(RpcError::error(format!("{METHOD}: kind must be absent or \"{CATALOG_KIND}\""))),
+        }
+    }
+
+    /// The longest lease granted to this kind of holder.
+    pub fn lease_ms(self) -> i64 {
+        match self {
+            HolderKind::Queue => LEASE_MS,
+            HolderKind::Catalog => CATALOG_LEASE_MS,
         }
     }
 
@@ -129,8 +144,8 @@ pub fn grant(store: &mut dyn Store, now: i64, run_id: &str, holder: Option<&str>
     let leasable = matches!(status.as_str(), Some("active" | "terminal"));
     let until = match (leasable, expires_at(&state, now)) {
         (false, _) => None,
-        (true, None) => Some(now + LEASE_MS),
-        (true, Some(due)) => Some((now + LEASE_MS).min(due)),
+        (true, None) => Some(now + kind.lease_ms()),
+        (true, Some(due)) => Some((now + kind.lease_ms()).min(due)),
     }
     .filter(|u| *u >= now + MIN_LEASE_MS);
     let Some(until) = until else {
@@ -194,8 +209,8 @@ struct Before {
 }
 
 /// The catalog shard's revocation a transaction owes: when it moved the run's expiry
-/// earlier (from none, or from a later instant), to before `now` + [`LEASE_MS`]. Catalog
-/// grants are not recorded, but each ran at most [`LEASE_MS`] from its grant and never
+/// earlier (from none, or from a later instant), to before `now` + [`CATALOG_LEASE_MS`].
+/// Catalog grants are not recorded, but each ran at most [`CATALOG_LEASE_MS`] from its grant and never
 /// past the expiry then in force, which every earlier move already revoked past; so a
 /// lease can outlive the new expiry only under exactly this condition. Not after the run
 /// had expired (an expired run grants nothing), so the cleanup pages owe nothing.
@@ -205,7 +220,7 @@ fn catalog_revocation(store: &mut dyn Store, before: Before, now: i64) -> StoreR
     }
     let after = retention_state(store, now)?;
     let Some(expires) = expires_at(&after, now) else { return Ok(None) };
-    if expires >= now.saturating_add(LEASE_MS) || before.expires.is_some_and(|b| b <= expires) {
+    if expires >= now.saturating_add(CATALOG_LEASE_MS) || before.expires.is_some_and(|b| b <= expires) {
         return Ok(None);
     }
     let run_id = after.tombstone.as_ref().and_then(|t| t.get("runId")).or_else(|| after.cleanup.as_ref().and_then(|c| c.get("runId")));

@@ -1099,7 +1099,7 @@ fn the_run_catalog_shard_gets_an_unrecorded_lease() {
     w.apply(CREATED, 3_600_000);
     let granted = catalog_lease(&w, &home);
     assert_eq!(granted.get("status"), Some(&Value::str("active")));
-    assert_eq!(num(&granted, "leaseUntil"), (w.now.get() + crate::run::lease::LEASE_MS) as f64);
+    assert_eq!(num(&granted, "leaseUntil"), (w.now.get() + crate::run::lease::CATALOG_LEASE_MS) as f64);
     assert!(w.run_keys().iter().all(|k| !k.contains(&home)), "nothing recorded");
     // Another shard is not the run's: no lease for it.
     let other = if home.ends_with("00") { "run-catalog:v1:01" } else { "run-catalog:v1:00" };
@@ -1146,6 +1146,21 @@ fn the_catalog_shard_is_revoked_only_when_the_expiry_moves_within_a_lease() {
     while w.fire_alarm() {}
     assert!(catalog_revocations(&w).is_empty());
     assert_eq!(phase(&w.status()), "tombstoned");
+
+    // Two minutes' retention: past a queue lease, within a catalog lease.
+    let w = World::new();
+    w.apply(CREATED, 120_000);
+    lease(&w, "q:0");
+    catalog_lease(&w, &home);
+    w.apply(COMPLETED, 120_000);
+    let all: Vec<_> = w.revoked.borrow_mut().drain(..).collect();
+    assert_eq!(all.iter().map(|r| r.kind).collect::<Vec<_>>(), vec![crate::run::lease::HolderKind::Catalog]);
+    // An hour's: neither.
+    let w = World::new();
+    w.apply(CREATED, 3_600_000);
+    catalog_lease(&w, &home);
+    w.apply(COMPLETED, 3_600_000);
+    assert!(w.revoked.borrow().is_empty());
 
     // Maximum-age enforcement of a run without a cleanup record: revoked.
     let w = World::new();
