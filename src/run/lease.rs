@@ -6,12 +6,11 @@
 //! * **Grant** (`leaseLifecycle(holder, kind?)`, internal): the lifecycle status, plus for
 //!   a run that exists and is not expired `leaseUntil` = min(now + [`LEASE_MS`] (for a
 //!   catalog shard [`CATALOG_LEASE_MS`]), the retained cleanup record's `dueAt`). A queue
-//!   shard's grant is stored as
-//!   `lifecycle-lease:<holder>` = `{runId, until}` (the longest one granted to that
-//!   holder). A run-catalog shard's (`kind` `"catalog"`, [`HolderKind::Catalog`]) is not
-//!   stored: only the run's own catalog shard gets one, so the holder is known without a
-//!   record, and a grant costs no write. A missing run gets no lease and writes nothing:
-//!   it could be created at any time.
+//!   shard's grant is stored as `lifecycle-lease:<holder>` = `{runId, until}` (the
+//!   longest one granted to that holder). A run-catalog shard's (`kind` `"catalog"`,
+//!   [`HolderKind::Catalog`]) is not stored: only the run's own catalog shard gets one, so
+//!   the holder is known without a record, and a grant costs no write. A missing run gets
+//!   no lease and writes nothing: it could be created at any time.
 //! * **Revoke**: any transaction of this run that writes its cleanup record or tombstone
 //!   (terminal retention, `scheduleCleanup`, `cleanupNow`, `enforceRetention`, the cleanup
 //!   pages) runs under [`Watch`]. When the write moved the expiry instant before a stored
@@ -210,10 +209,11 @@ struct Before {
 
 /// The catalog shard's revocation a transaction owes: when it moved the run's expiry
 /// earlier (from none, or from a later instant), to before `now` + [`CATALOG_LEASE_MS`].
-/// Catalog grants are not recorded, but each ran at most [`CATALOG_LEASE_MS`] from its grant and never
-/// past the expiry then in force, which every earlier move already revoked past; so a
-/// lease can outlive the new expiry only under exactly this condition. Not after the run
-/// had expired (an expired run grants nothing), so the cleanup pages owe nothing.
+/// Catalog grants are not recorded, but each runs at most [`CATALOG_LEASE_MS`] from its
+/// grant and never past the expiry then in force, which every earlier move already
+/// revoked past; so a lease can outlive the new expiry only under exactly this
+/// condition. Not after the run had expired (an expired run grants nothing), so the
+/// cleanup pages owe nothing.
 fn catalog_revocation(store: &mut dyn Store, before: Before, now: i64) -> StoreResult<Option<Revocation>> {
     if before.expired {
         return Ok(None);
