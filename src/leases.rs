@@ -87,6 +87,33 @@ impl LifecycleCache {
         self.revocations.set(self.revocations.get().wrapping_add(1));
         self.leases.borrow_mut().remove(run_id).is_some()
     }
+    /// The answer of [`REVOKE_METHOD`]`(runId)`: `{revoked}`.
+    pub fn revoke_answer(&self, args: &[Value]) -> Result<Value, RpcError> {
+        match args.first().and_then(Value::as_str) {
+            Some(run_id) => Ok(Value::object([("revoked", Value::Bool(self.revoke(run_id)))])),
+            None => Err(RpcError::error(format!("{REVOKE_METHOD}: runId must be a string"))),
+        }
+    }
+    /// The answer of [`HELD_METHOD`]: `{runs}`, the runs leased at `now`.
+    pub fn held_answer(&self, now: i64) -> Value {
+        Value::object([("runs", Value::Array(self.held(now).into_iter().map(Value::String).collect()))])
+    }
+}
+
+/// A holder's own name (the holder name of its leases), learnt from its first RPC.
+#[derive(Debug, Default)]
+pub struct HolderName(RefCell<Option<String>>);
+
+impl HolderName {
+    /// Remember `name` unless one is known already (or it is empty).
+    pub fn learn(&self, name: &str) {
+        if self.0.borrow().is_none() && !name.is_empty() {
+            *self.0.borrow_mut() = Some(name.to_string());
+        }
+    }
+    pub fn get(&self) -> Option<String> {
+        self.0.borrow().clone()
+    }
 }
 
 /// Is the run expired according to its run DO? Remembers `expired` answers and leases in

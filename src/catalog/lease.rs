@@ -21,10 +21,9 @@
 
 use crate::leases::LifecycleCache;
 
-/// The internal method (not on the router's whitelist; the facade's plan names it).
+/// The internal method (not on the router's whitelist; the facade's plan names it). Its
+/// transaction is the core's `upsertKey` (`crate::facade::UPSERT_KEY`).
 pub const UPSERT_RUN_KEY: &str = "upsertRunKey";
-/// The catalog method whose transaction serves [`UPSERT_RUN_KEY`].
-pub const UPSERT_KEY: &str = "upsertKey";
 
 /// How a shard serves one [`UPSERT_RUN_KEY`] call, from what it knows of the run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

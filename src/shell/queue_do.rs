@@ -38,9 +38,10 @@ use super::alarm::apply_alarm;
 use super::call::call_env;
 use super::env::config;
 use super::kv::{in_transaction, read_only, run_sync, ObjectStorage, Writes};
-use super::serve::{alarm_slot, args_or_refusal, fallback_reply, go_async, now_ms, result_reply};
+use super::serve::{alarm_slot, args_or_refusal, fallback_reply, go_async, lease_holder_reply, now_ms, result_reply};
 use crate::config::Config;
 use crate::hop::{Args, Ctx};
+use crate::leases::HolderName;
 use crate::queue::delivery::{
     build_request, claim_at_most, classify, drop_expired, needs_body, settle, Action, Body, Claimed, OutboundRequest, Outcome, Rearm,
 };
@@ -150,7 +151,7 @@ pub struct QueueObject {
     /// their hop).
     lifecycle: LifecycleCache,
     /// This instance's name, learnt from its first RPC: the holder name of its leases.
-    name: RefCell<Option<String>>,
+    name: HolderName,
     /// The deploy-time variables, read once per instance.
     config: Rc<Config>,
     /// Leases with a delivery running in this instance (a count: two claims of one
@@ -183,7 +184,7 @@ impl QueueHost for QueueObject {
     }
 
     async fn lifecycle_lease(&self, run_id: &str) -> std::result::Result<Option<Value>, RpcError> {
-        let Some(holder) = self.name.borrow().clone() else { return Ok(None) };
+        let Some(holder) = self.name.get() else { return Ok(None) };
         let env_name = Binding::Runs.env_name();
         let args = vec![Value::String(holder)];
         call_env(&self.env, env_name, || RpcError::error(MISSING_RUNS_BINDING), run_id, LEASE_METHOD, args).await.map(Some)
@@ -334,28 +335,8 @@ impl QueueObject {
         outcome
     }
 
-    /// Remember this instance's name (the first RPC tells it).
-    fn learn_name(&self, name: &str) {
-        if self.name.borrow().is_none() && !name.is_empty() {
-            *self.name.borrow_mut() = Some(name.to_string());
-        }
-    }
-
-    /// `revokeLifecycleLease(runId)` from a run DO: no storage, no transaction.
-    fn revoke_lease(&self, body: &[u8]) -> Array {
-        let args = match args_or_refusal(body) {
-            Ok(a) => a,
-            Err(refusal) => return refusal,
-        };
-        let result = match args.first().and_then(Value::as_str) {
-            Some(run_id) => Ok(Value::object([("revoked", Value::Bool(self.lifecycle.revoke(run_id)))])),
-            None => Err(RpcError::error(format!("{REVOKE_METHOD}: runId must be a string"))),
-        };
-        result_reply(result, f64::NAN)
-    }
-
     async fn rpc(&self, method: &str, name: &str, body: &[u8]) -> Array {
-        self.learn_name(name);
+        self.name.learn(name);
         let args = match args_or_refusal(body) {
             Ok(a) => a,
             Err(refusal) => return refusal,
@@ -604,7 +585,7 @@ impl QueueObject {
             storage: ObjectStorage::of(state),
             env: env.clone(),
             lifecycle: LifecycleCache::default(),
-            name: RefCell::new(None),
+            name: HolderName::default(),
             config: Rc::new(config(&env)),
             live: Rc::new(RefCell::new(HashMap::new())),
             kick: Rc::new(Kick::default()),
@@ -628,14 +609,10 @@ impl QueueObject {
     /// for the [`alarm readers`](Self::alarm_readers) (`-1` none set), else `NaN`.
     #[wasm_bindgen(js_name = rpcCall)]
     pub fn rpc_call(&self, method: &str, name: &str, body: &[u8], direct: bool, current: f64) -> Array {
-        if method == REVOKE_METHOD {
-            return self.revoke_lease(body);
+        if let Some(reply) = lease_holder_reply(&self.lifecycle, method, body) {
+            return reply;
         }
-        if method == HELD_METHOD {
-            let held = self.lifecycle.held(now_ms()).into_iter().map(Value::String).collect();
-            return result_reply(Ok(Value::object([("runs", Value::Array(held))])), f64::NAN);
-        }
-        self.learn_name(name);
+        self.name.learn(name);
         if !self.recovered.get() || (queue::reads_alarm(method) && current.is_nan()) {
             return go_async();
         }

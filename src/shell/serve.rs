@@ -26,6 +26,7 @@ use wasm_bindgen::JsValue;
 use super::kv::{run_sync, ObjectStorage, Writes};
 use crate::config::Config;
 use crate::hop::{answer, decode_args, Args, Ctx};
+use crate::leases::{LifecycleCache, HELD_METHOD, REVOKE_METHOD};
 use crate::store::alarm::{Alarm, AlarmChange};
 use crate::store::buffered::Fallback;
 use crate::store::Store;
@@ -116,4 +117,21 @@ pub fn serve_args(
         Ok(result) => result_reply(result, alarm_slot(alarm.change())),
         Err(fallback) => fallback_reply(&fallback),
     }
+}
+
+/// The reply of a lease holder's own methods (no storage, no transaction):
+/// `revokeLifecycleLease(runId)` from a run DO, and the tests' probe `heldLifecycleLeases`;
+/// `None` for any other method. Served by the QueueDO and run-catalog shards.
+pub fn lease_holder_reply(cache: &LifecycleCache, method: &str, body: &[u8]) -> Option<Array> {
+    let result = if method == HELD_METHOD {
+        Ok(cache.held_answer(now_ms()))
+    } else if method == REVOKE_METHOD {
+        match args_or_refusal(body) {
+            Ok(args) => cache.revoke_answer(&args),
+            Err(refusal) => return Some(refusal),
+        }
+    } else {
+        return None;
+    };
+    Some(result_reply(result, f64::NAN))
 }

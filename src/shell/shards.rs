@@ -12,8 +12,6 @@
 //! The alarm compacts fences / abandoned claims in one transaction; when that fails it is
 //! re-armed at [`crate::lifecycle::compaction_retry`].
 
-use std::cell::RefCell;
-
 use js_sys::Array;
 use wasm_bindgen::prelude::*;
 use worker::worker_sys::DurableObjectState;
@@ -23,15 +21,17 @@ use super::alarm::apply_alarm;
 use super::call::call_env;
 use super::env::config;
 use super::kv::{in_transaction, ObjectStorage};
-use super::serve::{args_or_refusal, go_async, now_ms, result_reply, serve_args, serve_sync};
-use crate::catalog::lease::{self, Plan, UPSERT_KEY, UPSERT_RUN_KEY};
+use super::serve::{args_or_refusal, go_async, lease_holder_reply, now_ms, result_reply, serve_args, serve_sync};
+use crate::catalog::lease::{self, Plan, UPSERT_RUN_KEY};
 use crate::catalog::records::text;
 use crate::config::Config;
-use crate::facade::refused_put;
+use crate::facade::{refused_put, UPSERT_KEY};
 use crate::hook_shard::driver::{self as hook_driver, ShardHost, MISSING_RUNS_BINDING};
 use crate::hook_shard::Family;
 use crate::hop::{Args, Ctx};
-use crate::leases::{run_is_expired, LifecycleCache, LifecycleHost, HELD_METHOD, LEASE_METHOD, LIFECYCLE_METHOD, REVOKE_METHOD};
+use crate::leases::{
+    run_is_expired, HolderName, LifecycleCache, LifecycleHost, HELD_METHOD, LEASE_METHOD, LIFECYCLE_METHOD, REVOKE_METHOD,
+};
 use crate::run::lease::CATALOG_KIND;
 use crate::store::alarm::Alarm;
 use crate::store::Store;
@@ -76,7 +76,7 @@ pub struct CatalogObject {
     /// ([`crate::catalog::lease`]).
     lifecycle: LifecycleCache,
     /// This instance's name, learnt from its first RPC: the holder name of its leases.
-    name: RefCell<Option<String>>,
+    name: HolderName,
 }
 
 impl LifecycleHost for CatalogObject {
@@ -86,7 +86,7 @@ impl LifecycleHost for CatalogObject {
     }
 
     async fn lifecycle_lease(&self, run_id: &str) -> Result<Option<Value>, RpcError> {
-        let Some(holder) = self.name.borrow().clone() else { return Ok(None) };
+        let Some(holder) = self.name.get() else { return Ok(None) };
         let runs = Binding::Runs.env_name();
         let args = vec![Value::String(holder), Value::str(CATALOG_KIND)];
         call_env(&self.env, runs, || RpcError::error(MISSING_RUNS_FOR_INDEX), run_id, LEASE_METHOD, args).await.map(Some)
@@ -98,31 +98,6 @@ impl LifecycleHost for CatalogObject {
 }
 
 impl CatalogObject {
-    fn learn_name(&self, name: &str) {
-        if self.name.borrow().is_none() && !name.is_empty() {
-            *self.name.borrow_mut() = Some(name.to_string());
-        }
-    }
-
-    /// The lease methods (no storage): `revokeLifecycleLease(runId)` from a run DO, and
-    /// the tests' probe of the leases held.
-    fn lease_call(&self, method: &str, body: &[u8]) -> Array {
-        let args = match args_or_refusal(body) {
-            Ok(a) => a,
-            Err(refusal) => return refusal,
-        };
-        let result = if method == HELD_METHOD {
-            let held = self.lifecycle.held(now_ms()).into_iter().map(Value::String).collect();
-            Ok(Value::object([("runs", Value::Array(held))]))
-        } else {
-            match args.first().and_then(Value::as_str) {
-                Some(run_id) => Ok(Value::object([("revoked", Value::Bool(self.lifecycle.revoke(run_id)))])),
-                None => Err(RpcError::error(format!("{REVOKE_METHOD}: runId must be a string"))),
-            }
-        };
-        result_reply(result, f64::NAN)
-    }
-
     /// The upsert's transaction (the core's `upsertKey`).
     fn upsert(&self, name: &str, args: &[Value], direct: bool) -> Array {
         serve_args(&self.storage, &CATALOG_READ_ONLY, &self.config, UPSERT_KEY, name, args, direct, crate::catalog::call)
@@ -134,7 +109,7 @@ impl CatalogObject {
     #[wasm_bindgen(constructor)]
     pub fn new(state: DurableObjectState, env: Env) -> CatalogObject {
         let config = config(&env);
-        CatalogObject { storage: ObjectStorage::of(state), config, env, lifecycle: LifecycleCache::default(), name: RefCell::new(None) }
+        CatalogObject { storage: ObjectStorage::of(state), config, env, lifecycle: LifecycleCache::default(), name: HolderName::default() }
     }
 
     /// The methods that never write, comma-separated (see `serve.rs`).
@@ -150,11 +125,11 @@ impl CatalogObject {
     /// `upsertRunKey` that must ask the run first (see `serve.rs`).
     #[wasm_bindgen(js_name = rpcCall)]
     pub fn rpc_call(&self, method: &str, name: &str, body: &[u8], direct: bool) -> Array {
-        if method == REVOKE_METHOD || method == HELD_METHOD {
-            return self.lease_call(method, body);
+        if let Some(reply) = lease_holder_reply(&self.lifecycle, method, body) {
+            return reply;
         }
         if method == UPSERT_RUN_KEY {
-            self.learn_name(name);
+            self.name.learn(name);
             let args = match args_or_refusal(body) {
                 Ok(a) => a,
                 Err(refusal) => return refusal,
@@ -180,7 +155,7 @@ impl CatalogObject {
             Err(refusal) => return refusal,
         };
         if method == UPSERT_RUN_KEY {
-            self.learn_name(&name);
+            self.name.learn(&name);
             let run_id = text(args.first());
             let result = match run_is_expired(self, &self.lifecycle, &run_id).await {
                 Ok(false) => {
