@@ -70,8 +70,20 @@ pub struct TerminalPage {
 }
 
 /// Create the record if absent (applyEvent, terminal outcome) and arm the alarm at now + 1.
+///
+/// Unless there is nothing to page: with no record yet and no `hook:`, `retention:hook:` or
+/// `wait:` key left (a run that never had a hook or a wait; the terminal transition
+/// deletes hooks and waits inline), every phase would find nothing, so no record is
+/// written and the alarm is left as it is. The reference writes the record anyway and pays
+/// three alarm invocations (one per empty phase) to delete it again; nothing outside the
+/// object can tell the difference (the record is internal, the alarm it would take is
+/// followed by the retention alarm `schedule` already set). A record that exists is
+/// restarted as before.
 pub fn start(store: &mut dyn Store, run_id: &str, now: i64, alarm: &mut Alarm) -> Result<(), RpcError> {
     if store.get(keys::TERMINAL_CLEANUP)?.is_none() {
+        if nothing_to_page(store)? {
+            return Ok(());
+        }
         let record = TerminalRecord {
             version: 1,
             run_id: run_id.to_string(),
@@ -85,6 +97,16 @@ pub fn start(store: &mut dyn Store, run_id: &str, now: i64, alarm: &mut Alarm) -
     }
     alarm.set(now + 1);
     Ok(())
+}
+
+/// Whether every phase would find nothing: no key under the prefixes the pages list.
+fn nothing_to_page(store: &mut dyn Store) -> Result<bool, RpcError> {
+    for prefix in [keys::HOOK_PREFIX, keys::RETENTION_HOOK_PREFIX, keys::WAIT_PREFIX] {
+        if !store.list_keys(&ListOptions::prefix(prefix).limit(1))?.is_empty() {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 pub fn load(store: &mut dyn Store) -> Result<Option<TerminalRecord>, RpcError> {

@@ -509,9 +509,9 @@ fn schedule_cleanup_edge_cases() {
     assert_eq!(w.run_call("scheduleCleanup", args("1000")).unwrap(), Value::Null);
     w.apply(r#"{"eventType":"run_cancelled","specVersion":6}"#, 0);
     assert_eq!(w.status(), Value::Null, "retention disabled: no record");
-    // While the terminal cleanup is pending, a new schedule arms now + 1.
+    // No terminal cleanup is pending (nothing to page): a new schedule arms its due time.
     let record = w.run_call("scheduleCleanup", args("1000")).unwrap();
-    assert_eq!(w.run_alarm.get(), Some(w.now.get() + 1));
+    assert_eq!(w.run_alarm.get(), Some(date(&record, "dueAt")));
     assert_eq!(member(&record, "reason"), Some(&Value::str("manual")));
     assert_eq!(member(&record, "status"), Some(&Value::str("cancelled")));
     assert_eq!(phase(&record), "retained");
@@ -699,12 +699,51 @@ fn terminal_cleanup_releases_hooks_by_admission() {
     assert_eq!(member(&again, "code"), Some(&Value::str("ENTITY_CONFLICT")));
 }
 
+/// A run that never had a hook or a wait has nothing for a terminal cleanup to page: the
+/// terminal transition writes no `terminal:cleanup` record and arms no alarm (or leaves
+/// the retention deadline as the alarm); one with a hook's marker gets the record, and its
+/// now + 1 alarm, ahead of the retention deadline.
+#[test]
+fn terminal_cleanup_starts_only_with_something_to_page() {
+    let w = World::new();
+    raw_apply(&w, CREATED, 0);
+    raw_apply(&w, STARTED, 0);
+    raw_apply(
+        &w,
+        r#"{"eventType":"wait_created","specVersion":6,"correlationId":"w1","eventData":{"resumeAt":{"__type":"Date","iso":"2099-01-01T00:00:00.000Z"}}}"#,
+        0,
+    );
+    raw_apply(&w, COMPLETED, 0);
+    assert!(!w.run_keys().iter().any(|k| k == "terminal:cleanup" || k.starts_with("wait:")), "{:?}", w.run_keys());
+    assert_eq!(w.run_alarm.get(), None, "retention off: no alarm at all");
+    assert_eq!(w.run_call("getLifecycleStatus", vec![]).unwrap(), Value::str("terminal"));
+
+    let w = World::new();
+    raw_apply(&w, CREATED, 0);
+    let done = raw_apply(&w, COMPLETED, 60_000);
+    let due = date(done.get("run").unwrap(), "expiredAt");
+    assert!(!w.run_keys().contains(&"terminal:cleanup".to_string()));
+    assert_eq!(w.run_alarm.get(), Some(due), "the retention deadline");
+
+    let w = World::new();
+    raw_apply(&w, CREATED, 0);
+    hook_created(&w, "h1", "tok", None);
+    raw_apply(&w, COMPLETED, 60_000);
+    assert!(w.run_keys().contains(&"terminal:cleanup".to_string()));
+    assert_eq!(w.run_alarm.get(), Some(w.now.get() + 1), "the marker's release comes first");
+    w.finish_terminal_cleanup();
+    assert!(!w.run_keys().iter().any(|k| k.starts_with("retention:hook:")), "marker consumed");
+    assert_eq!(w.run_alarm.get(), Some(date(&w.status(), "dueAt")), "then the retention deadline");
+}
+
 /// The terminal cleanup pages hooks 64 at a time and waits 128 at a time (hooks an older
 /// release left in place).
 #[test]
 fn terminal_cleanup_pages_leftover_hooks_and_waits() {
     let w = World::new();
     raw_apply(&w, CREATED, 0);
+    // A hook: its marker is what makes the terminal transition start the cleanup.
+    hook_created(&w, "h1", "tok", None);
     raw_apply(&w, COMPLETED, 0);
     {
         let mut run = w.run.borrow_mut();
@@ -833,6 +872,7 @@ fn the_earlier_deadline_wins() {
     raw_apply(&w, COMPLETED, 3_600_000);
     w.finish_terminal_cleanup();
     let terminal_due = date(&w.status(), "dueAt");
+    w.tick(10);
     let out = enforce(&w, 10, w.now.get());
     let cleanup = member(&out, "cleanup").unwrap();
     assert_eq!(member(cleanup, "reason"), Some(&Value::str("maximum-age")));

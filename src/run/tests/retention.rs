@@ -19,9 +19,10 @@ fn terminal_outcome_schedules_cleanup() {
     let Value::Date(Some(completed_ms)) = completed else { panic!() };
     assert_eq!(at(&out, "run.expiredAt"), Some(&Value::date(completed_ms + 1000)));
     assert_eq!(json(at(&out, "run.error").unwrap()), r#"{"code":"USER_ERROR","message":"Unknown error"}"#);
-    // The terminal cleanup's now + 1 overrides the retention deadline (it re-arms that when done).
-    assert_eq!(h.take_alarm(), Some(completed_ms + 1));
-    assert_eq!(h.store.text("terminal:cleanup"), Some(r#"{"version":1,"runId":"wrun_A","phase":"hooks","generation":0,"attempts":0}"#));
+    // No hook, marker or wait: no terminal cleanup to page (`terminal::start`), so the alarm
+    // is the retention deadline.
+    assert_eq!(h.take_alarm(), Some(completed_ms + 1000));
+    assert_eq!(h.store.text("terminal:cleanup"), None);
     assert_eq!(h.store.text("retention:queue-shards"), None, "the run was created with retention off");
     let record = Value::parse(h.store.text("retention:cleanup").unwrap()).unwrap();
     let want = format!(
@@ -39,7 +40,7 @@ fn no_scheduling_without_retention_or_twice() {
     let mut h = Harness::new();
     retained(&mut h, 0, "1");
     assert!(!h.keys().contains(&"retention:cleanup".to_string()));
-    assert!(h.keys().contains(&"terminal:cleanup".to_string()), "the terminal cleanup runs regardless");
+    assert!(!h.keys().contains(&"terminal:cleanup".to_string()), "nothing for a terminal cleanup to page");
     // A repeated cancel carries a terminal run: scheduled once, then left alone.
     let mut h = Harness::new();
     h.create_run();
