@@ -135,16 +135,33 @@ fn pair(v: &Value) -> (String, String) {
 
 /// Plan a terminal page when the record exists (`None` otherwise). The `waits` phase is done
 /// here (storage only).
+///
+/// A `hooks` or `markers` phase with nothing left to list moves on to the next phase in the
+/// same transaction (the record rewritten, as a finished page would), instead of spending
+/// an alarm on an empty page: after the terminal transition's inline delete the `hooks`
+/// phase almost always finds nothing. Only the number of alarms differs from the
+/// reference's one page per alarm; what each page does, and in what order, does not.
 pub fn plan(store: &mut dyn Store, now: i64, alarm: &mut Alarm) -> Result<Option<Page>, RpcError> {
-    let Some(record) = load(store)? else { return Ok(None) };
-    let page = |calls, keys, last| Page::Terminal(TerminalPage { phase: record.phase, generation: record.generation, calls, keys, last });
-    match record.phase {
-        TerminalPhase::Hooks => {
-            let listed = store.list(&ListOptions::prefix(keys::HOOK_PREFIX).limit(HOOK_PAGE + 1))?;
-            let last = listed.len() <= HOOK_PAGE;
-            let mut hooks = Vec::new();
-            let mut doomed = Vec::new();
-            for (key, text) in listed.into_iter().take(HOOK_PAGE) {
+    let Some(mut record) = load(store)? else { return Ok(None) };
+    loop {
+        let (prefix, next) = match record.phase {
+            TerminalPhase::Hooks => (keys::HOOK_PREFIX, TerminalPhase::Markers),
+            TerminalPhase::Markers => (keys::RETENTION_HOOK_PREFIX, TerminalPhase::Waits),
+            TerminalPhase::Waits => {
+                waits(store, now, alarm, record)?;
+                return Ok(Some(Page::Stop));
+            }
+        };
+        let listed = store.list(&ListOptions::prefix(prefix).limit(HOOK_PAGE + 1))?;
+        if listed.is_empty() {
+            record = advance(store, record, next)?;
+            continue;
+        }
+        let last = listed.len() <= HOOK_PAGE;
+        let mut hooks = Vec::new();
+        let mut doomed = Vec::new();
+        for (key, text) in listed.into_iter().take(HOOK_PAGE) {
+            if record.phase == TerminalPhase::Hooks {
                 let hook = match Value::parse(&text) {
                     Ok(Value::Object(m)) => Record(m),
                     _ => return Err(RpcError::error(format!("corrupt record at {key}"))),
@@ -153,66 +170,69 @@ pub fn plan(store: &mut dyn Store, now: i64, alarm: &mut Alarm) -> Result<Option
                 if let Some(created) = hook.date("createdAt") {
                     doomed.push(keys::created(keys::HOOK_CREATED_PREFIX, created, &hook_id));
                 }
-                doomed.push(key);
                 hooks.push((hook_id, token));
-            }
-            Ok(Some(page(release_calls(&record.run_id, &hooks), doomed, last)))
-        }
-        TerminalPhase::Markers => {
-            let listed = store.list(&ListOptions::prefix(keys::RETENTION_HOOK_PREFIX).limit(HOOK_PAGE + 1))?;
-            let last = listed.len() <= HOOK_PAGE;
-            let mut hooks = Vec::new();
-            let mut doomed = Vec::new();
-            for (key, text) in listed.into_iter().take(HOOK_PAGE) {
+            } else {
                 let marker = Value::parse(&text).map_err(|e| RpcError::error(format!("corrupt record at {key}: {}", e.0)))?;
                 hooks.push(pair(&marker));
-                doomed.push(key);
             }
-            Ok(Some(page(release_calls(&record.run_id, &hooks), doomed, last)))
+            doomed.push(key);
         }
-        TerminalPhase::Waits => {
-            let listed = store.list_keys(&ListOptions::prefix(keys::WAIT_PREFIX).limit(WAIT_PAGE + 1))?;
-            for k in listed.iter().take(WAIT_PAGE) {
-                store.delete(k)?;
-            }
-            if listed.len() > WAIT_PAGE {
-                put_json(
-                    store,
-                    keys::TERMINAL_CLEANUP,
-                    &TerminalRecord { generation: record.generation + 1, attempts: 0, last_error: None, ..record },
-                )?;
-                alarm.set(now + 1);
-                return Ok(Some(Page::Stop));
-            }
-            store.delete(keys::TERMINAL_CLEANUP)?;
-            let retention = Record::load(store, keys::RETENTION_CLEANUP)?;
-            match retention.filter(|r| r.str("phase") != Some("tombstoned")) {
-                Some(r) => alarm.set((now + 1).max(r.date("dueAt").unwrap_or(i64::MIN))),
-                None => alarm.delete(),
-            }
-            Ok(Some(Page::Stop))
-        }
+        let calls = release_calls(&record.run_id, &hooks);
+        return Ok(Some(Page::Terminal(TerminalPage { phase: record.phase, generation: record.generation, calls, keys: doomed, last })));
     }
 }
 
+/// The record in phase `next` (a new generation, failures forgotten), stored.
+fn advance(store: &mut dyn Store, record: TerminalRecord, next: TerminalPhase) -> Result<TerminalRecord, RpcError> {
+    let record = TerminalRecord { phase: next, generation: record.generation + 1, attempts: 0, last_error: None, ..record };
+    put_json(store, keys::TERMINAL_CLEANUP, &record)?;
+    Ok(record)
+}
+
+/// The `waits` phase (storage only): delete up to [`WAIT_PAGE`] `wait:` keys; when none
+/// remain, delete the record and hand the alarm back to retention (its due time, if a
+/// record not yet tombstoned exists) or clear it; else come back at now + 1.
+fn waits(store: &mut dyn Store, now: i64, alarm: &mut Alarm, record: TerminalRecord) -> Result<(), RpcError> {
+    let listed = store.list_keys(&ListOptions::prefix(keys::WAIT_PREFIX).limit(WAIT_PAGE + 1))?;
+    for k in listed.iter().take(WAIT_PAGE) {
+        store.delete(k)?;
+    }
+    if listed.len() > WAIT_PAGE {
+        advance(store, record, TerminalPhase::Waits)?;
+        alarm.set(now + 1);
+        return Ok(());
+    }
+    store.delete(keys::TERMINAL_CLEANUP)?;
+    let retention = Record::load(store, keys::RETENTION_CLEANUP)?;
+    match retention.filter(|r| r.str("phase") != Some("tombstoned")) {
+        Some(r) => alarm.set((now + 1).max(r.date("dueAt").unwrap_or(i64::MIN))),
+        None => alarm.delete(),
+    }
+    Ok(())
+}
+
 /// After a `hooks` / `markers` page's releases: delete its keys, move on when it was the
-/// last page of its phase.
+/// last page of its phase. The last `markers` page runs the `waits` phase's first page in
+/// the same transaction (storage only, like the plan's), so a run whose hooks the terminal
+/// transition deleted inline takes one alarm in all.
 pub fn commit(store: &mut dyn Store, now: i64, alarm: &mut Alarm, page: &TerminalPage) -> Result<(), RpcError> {
     let Some(record) = load(store)?.filter(|r| r.phase == page.phase && r.generation == page.generation) else { return Ok(()) };
     for k in &page.keys {
         store.delete(k)?;
     }
-    let phase = match (page.phase, page.last) {
-        (TerminalPhase::Hooks, true) => TerminalPhase::Markers,
-        (TerminalPhase::Markers, true) => TerminalPhase::Waits,
-        (phase, _) => phase,
-    };
-    put_json(
-        store,
-        keys::TERMINAL_CLEANUP,
-        &TerminalRecord { phase, generation: record.generation + 1, attempts: 0, last_error: None, ..record },
-    )?;
-    alarm.set(now + 1);
+    match (page.phase, page.last) {
+        (TerminalPhase::Markers, true) => {
+            // Stored by `waits` only if it has to come back (usually it deletes the record).
+            let record =
+                TerminalRecord { phase: TerminalPhase::Waits, generation: record.generation + 1, attempts: 0, last_error: None, ..record };
+            waits(store, now, alarm, record)?;
+        }
+        (phase, last) => {
+            let next = if phase == TerminalPhase::Hooks && last { TerminalPhase::Markers } else { phase };
+            advance(store, record, next)?;
+            alarm.set(now + 1);
+        }
+    }
     Ok(())
 }
 

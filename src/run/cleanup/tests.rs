@@ -702,7 +702,7 @@ fn terminal_cleanup_releases_hooks_by_admission() {
 /// A run that never had a hook or a wait has nothing for a terminal cleanup to page: the
 /// terminal transition writes no `terminal:cleanup` record and arms no alarm (or leaves
 /// the retention deadline as the alarm); one with a hook's marker gets the record, and its
-/// now + 1 alarm, ahead of the retention deadline.
+/// now + 1 alarm, ahead of the retention deadline, and is done in one alarm.
 #[test]
 fn terminal_cleanup_starts_only_with_something_to_page() {
     let w = World::new();
@@ -727,11 +727,18 @@ fn terminal_cleanup_starts_only_with_something_to_page() {
 
     let w = World::new();
     raw_apply(&w, CREATED, 0);
-    hook_created(&w, "h1", "tok", None);
+    let tokens = Target::HookTokens(crate::shard::hook_token("tok"));
+    let owner = v(&format!(r#"{{"runId":"{RUN}","hookId":"h1"}}"#));
+    w.index_peer(&tokens, "reserve", vec![Value::str("tok"), owner, Value::str("claim")]).unwrap();
+    hook_created(&w, "h1", "tok", Some("c1"));
     raw_apply(&w, COMPLETED, 60_000);
+    assert!(!w.index_keys(&tokens).is_empty(), "claimed until the alarm");
     assert!(w.run_keys().contains(&"terminal:cleanup".to_string()));
     assert_eq!(w.run_alarm.get(), Some(w.now.get() + 1), "the marker's release comes first");
-    w.finish_terminal_cleanup();
+    // One alarm: the empty hooks phase, the marker's page, and the empty waits phase.
+    assert!(w.fire_alarm());
+    assert!(!w.run_keys().contains(&"terminal:cleanup".to_string()), "{:?}", w.run_keys());
+    assert_eq!(w.index_keys(&tokens), Vec::<String>::new(), "released");
     assert!(!w.run_keys().iter().any(|k| k.starts_with("retention:hook:")), "marker consumed");
     assert_eq!(w.run_alarm.get(), Some(date(&w.status(), "dueAt")), "then the retention deadline");
 }
@@ -760,7 +767,8 @@ fn terminal_cleanup_pages_leftover_hooks_and_waits() {
         w.fire_alarm();
         seen.push((count("hook:"), count("wait:")));
     }
-    assert_eq!(seen, [(22, 300), (0, 300), (0, 300), (0, 172), (0, 44), (0, 0)]);
+    // Hooks 64 + 22; the marker's page runs the first waits page in its commit; 128 + 44.
+    assert_eq!(seen, [(22, 300), (0, 300), (0, 172), (0, 44), (0, 0)]);
     let releases = w.calls.borrow().iter().filter(|c| c.ends_with(".releaseBatch")).count();
     assert!(releases >= 2, "{releases}");
 }
@@ -772,8 +780,9 @@ fn a_failed_terminal_page_keeps_its_position() {
     hook_created(&w, "h1", "tok", Some("c1"));
     raw_apply(&w, COMPLETED, 0);
     *w.failing.borrow_mut() = Some("hook-token".into());
-    w.fire_alarm(); // hooks: nothing listed, nothing called
-    w.fire_alarm(); // markers: the release fails
+    // One alarm: the hooks phase lists nothing (the transition deleted the hook inline), so
+    // the markers phase runs at once, and its release fails.
+    w.fire_alarm();
     let record: super::terminal::TerminalRecord =
         crate::store::get_json(&mut *w.run.borrow_mut(), crate::run::keys::TERMINAL_CLEANUP).unwrap().unwrap();
     assert_eq!(record.phase, super::terminal::TerminalPhase::Markers);
