@@ -137,12 +137,13 @@ fn pair(v: &Value) -> (String, String) {
 /// here (storage only).
 ///
 /// A `hooks` or `markers` phase with nothing left to list moves on to the next phase in the
-/// same transaction (the record rewritten, as a finished page would), instead of spending
-/// an alarm on an empty page: after the terminal transition's inline delete the `hooks`
+/// same transaction (the record stored in its new phase with the page that follows, as a
+/// finished page would have stored it), instead of spending an alarm on an empty page: after the terminal transition's inline delete the `hooks`
 /// phase almost always finds nothing. Only the number of alarms differs from the
 /// reference's one page per alarm; what each page does, and in what order, does not.
 pub fn plan(store: &mut dyn Store, now: i64, alarm: &mut Alarm) -> Result<Option<Page>, RpcError> {
     let Some(mut record) = load(store)? else { return Ok(None) };
+    let mut moved = false;
     loop {
         let (prefix, next) = match record.phase {
             TerminalPhase::Hooks => (keys::HOOK_PREFIX, TerminalPhase::Markers),
@@ -154,8 +155,12 @@ pub fn plan(store: &mut dyn Store, now: i64, alarm: &mut Alarm) -> Result<Option
         };
         let listed = store.list(&ListOptions::prefix(prefix).limit(HOOK_PAGE + 1))?;
         if listed.is_empty() {
-            record = advance(store, record, next)?;
+            record = advance(record, next);
+            moved = true;
             continue;
+        }
+        if moved {
+            put_json(store, keys::TERMINAL_CLEANUP, &record)?;
         }
         let last = listed.len() <= HOOK_PAGE;
         let mut hooks = Vec::new();
@@ -182,23 +187,22 @@ pub fn plan(store: &mut dyn Store, now: i64, alarm: &mut Alarm) -> Result<Option
     }
 }
 
-/// The record in phase `next` (a new generation, failures forgotten), stored.
-fn advance(store: &mut dyn Store, record: TerminalRecord, next: TerminalPhase) -> Result<TerminalRecord, RpcError> {
-    let record = TerminalRecord { phase: next, generation: record.generation + 1, attempts: 0, last_error: None, ..record };
-    put_json(store, keys::TERMINAL_CLEANUP, &record)?;
-    Ok(record)
+/// The record in phase `next`: a new generation, failures forgotten.
+fn advance(record: TerminalRecord, next: TerminalPhase) -> TerminalRecord {
+    TerminalRecord { phase: next, generation: record.generation + 1, attempts: 0, last_error: None, ..record }
 }
 
 /// The `waits` phase (storage only): delete up to [`WAIT_PAGE`] `wait:` keys; when none
 /// remain, delete the record and hand the alarm back to retention (its due time, if a
-/// record not yet tombstoned exists) or clear it; else come back at now + 1.
+/// record not yet tombstoned exists) or clear it; else store the record (a new
+/// generation) and come back at now + 1. `record` need not be stored yet.
 fn waits(store: &mut dyn Store, now: i64, alarm: &mut Alarm, record: TerminalRecord) -> Result<(), RpcError> {
     let listed = store.list_keys(&ListOptions::prefix(keys::WAIT_PREFIX).limit(WAIT_PAGE + 1))?;
     for k in listed.iter().take(WAIT_PAGE) {
         store.delete(k)?;
     }
     if listed.len() > WAIT_PAGE {
-        advance(store, record, TerminalPhase::Waits)?;
+        put_json(store, keys::TERMINAL_CLEANUP, &advance(record, TerminalPhase::Waits))?;
         alarm.set(now + 1);
         return Ok(());
     }
@@ -221,15 +225,11 @@ pub fn commit(store: &mut dyn Store, now: i64, alarm: &mut Alarm, page: &Termina
         store.delete(k)?;
     }
     match (page.phase, page.last) {
-        (TerminalPhase::Markers, true) => {
-            // Stored by `waits` only if it has to come back (usually it deletes the record).
-            let record =
-                TerminalRecord { phase: TerminalPhase::Waits, generation: record.generation + 1, attempts: 0, last_error: None, ..record };
-            waits(store, now, alarm, record)?;
-        }
+        // Stored by `waits` only if it has to come back (usually it deletes the record).
+        (TerminalPhase::Markers, true) => waits(store, now, alarm, advance(record, TerminalPhase::Waits))?,
         (phase, last) => {
             let next = if phase == TerminalPhase::Hooks && last { TerminalPhase::Markers } else { phase };
-            advance(store, record, next)?;
+            put_json(store, keys::TERMINAL_CLEANUP, &advance(record, next))?;
             alarm.set(now + 1);
         }
     }
