@@ -43,7 +43,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** The floor worker (see the header) and the workloads it serves. */
 export const FLOOR_SCRIPT = join(dirname(fileURLToPath(import.meta.url)), "floor", "index.js");
-export const FLOOR_WORKLOADS = ["health", "getRun", "getRunLive", "putOwned", "enqueue", "event", "listEvents"];
+export const FLOOR_WORKLOADS = ["health", "getRun", "getRunLive", "putOwned", "enqueue", "event", "listEvents", "run0"];
 const STEP_INPUT = new Uint8Array(64).fill(7);
 const CHUNK_64K = Uint8Array.from({ length: 64 * 1024 }, (_, j) => (j * 7) & 0xff);
 const READ_CHUNKS = 64;
@@ -332,6 +332,22 @@ export const CPU_WORKLOADS = {
         for (const data of events) {
           const out = await ctx.client.createEvent(runId, data);
           expect(out?.ok === true && out.run?.runId === runId, `${data.eventType} on ${runId}`, out);
+        }
+      };
+    },
+  },
+  runHook: {
+    about: "a workflow run that creates one hook and completes, as the 0.3 client writes it: createEvent of run_created, run_started, hook_created (reserveHookToken, applyEvent, finalizeHookIndexes, the correlation key), run_completed (and deleteHookIndexes of the released hook); one run per operation",
+    ops: 300,
+    warm: 30,
+    lane: (ctx, lane, phase) => {
+      return async (k) => {
+        const runId = `wrun_bench_rh_${ctx.tag}_${phase}_${lane}_${k}`;
+        const hook = { eventType: "hook_created", specVersion: 6, correlationId: `hook_${runId}`, eventData: { token: `tok_${runId}` } };
+        const completed = { eventType: "run_completed", specVersion: 6, eventData: { output: STEP_INPUT } };
+        for (const data of [laneEvent(0), laneEvent(1), hook, completed]) {
+          const out = await ctx.client.createEvent(runId, data);
+          expect(out?.ok === true && (data !== hook || out.hook?.hookId === hook.correlationId), `${data.eventType} on ${runId}`, out);
         }
       };
     },

@@ -14,8 +14,8 @@
 // beyond the least a call can cost here: the TypeScript reference pays the same platform
 // work plus its own, so no implementation measures below this floor on this workerd.
 //
-// Workloads served: health, getRun (missing and live), putOwned, enqueue, event, listEvents
-// (`FLOOR_WORKLOADS` in ../cpu.mjs). Our own code; nothing here comes from the reference.
+// Workloads served: health, getRun (missing and live), putOwned, enqueue, event, listEvents,
+// run0 (`FLOOR_WORKLOADS` in ../cpu.mjs). Our own code; nothing here comes from the reference.
 
 import { DurableObject } from "cloudflare:workers";
 
@@ -84,6 +84,11 @@ export class WorkflowRunDO extends FloorObject {
       }
       case "run_started":
         run = { ...run, status: "running", startedAt: now, updatedAt: now };
+        break;
+      case "run_completed":
+        // A terminal run's hooks and waits go with it: any implementation has to look.
+        for (const prefix of ["hook:", "wait:"]) for (const _ of kv.list({ prefix })) throw new Error("the floor's runs have no hooks or waits");
+        run = { ...run, status: "completed", output: data.eventData.output, completedAt: now, updatedAt: now };
         break;
       case "step_created":
         step = { runId, stepId: data.correlationId, stepName: data.eventData.stepName, input: data.eventData.input, status: "pending", attempt: 0, specVersion: data.specVersion, createdAt: now, updatedAt: now };
