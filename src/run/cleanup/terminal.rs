@@ -138,9 +138,10 @@ fn pair(v: &Value) -> (String, String) {
 ///
 /// A `hooks` or `markers` phase with nothing left to list moves on to the next phase in the
 /// same transaction (the record stored in its new phase with the page that follows, as a
-/// finished page would have stored it), instead of spending an alarm on an empty page: after the terminal transition's inline delete the `hooks`
-/// phase almost always finds nothing. Only the number of alarms differs from the
-/// reference's one page per alarm; what each page does, and in what order, does not.
+/// finished page would have stored it), instead of spending an alarm on an empty page:
+/// after the terminal transition's inline delete the `hooks` phase almost always finds
+/// nothing. Only the number of alarms differs from the reference's one page per alarm;
+/// what each page does, and in what order, does not.
 pub fn plan(store: &mut dyn Store, now: i64, alarm: &mut Alarm) -> Result<Option<Page>, RpcError> {
     let Some(mut record) = load(store)? else { return Ok(None) };
     let mut moved = false;
