@@ -67,14 +67,21 @@ pub async fn call<H: FacadeHost>(host: &H, method: &str, args: Vec<Value>, with_
             reserve(host, &hook).await
         }
         Route::FinalizeHookIndexes { hook, serialized } => {
-            if fenced_without_run(host, &hook.owner.run_id).await? {
+            // One lifecycle read for the whole finalize: the fence check's, handed to both
+            // shards' publications instead of each asking the run DO again. The run may end
+            // between this read and a shard's transaction, as it may between a shard's own
+            // ask and its transaction: a hook published that way belongs to a terminal run,
+            // which hides it (`legacyGet`) and releases it (the client's `deleteHookIndexes`
+            // of `releasedHooks`, and the terminal cleanup's marker page).
+            let status = host.lifecycle_status(&hook.owner.run_id).await?;
+            if fenced_without_run(host, &hook.owner.run_id, &status).await? {
                 // 0.3: a finalize for an expired run is ignored and drops the owner's claim.
                 all(host, hook.release_reservation()).await?;
                 return Ok(Value::Null);
             }
-            let by_token = publish(host, &hook, hook.finalize_token(&serialized)).await?;
+            let by_token = publish(host, &hook, hook.finalize_token(&serialized, &status)).await?;
             if LegacyHook::token_stored(&by_token) {
-                publish(host, &hook, hook.publish_hook_id(&serialized)).await?;
+                publish(host, &hook, hook.publish_hook_id(&serialized, &status)).await?;
             }
             Ok(Value::Null)
         }
@@ -159,10 +166,10 @@ async fn with_archive_call<H: FacadeHost>(
 
 /// Whether the run is unknown to the run DO (`missing`) but fenced by an `expireRun` in its
 /// catalog shard: the 0.3 `index.expireRun` of a run the run DO never held (tests and
-/// recordings do this). A run the run DO holds is judged by its lifecycle, in the hook
-/// shards. One run DO call, and one catalog call only for missing runs.
-async fn fenced_without_run<H: FacadeHost>(host: &H, run_id: &str) -> Result<bool, RpcError> {
-    if host.lifecycle_status(run_id).await?.as_str() != Some("missing") {
+/// recordings do this). A run the run DO holds is judged by its lifecycle `status` (read
+/// by the caller), in the hook shards. One catalog call, only for missing runs.
+async fn fenced_without_run<H: FacadeHost>(host: &H, run_id: &str, status: &Value) -> Result<bool, RpcError> {
+    if status.as_str() != Some("missing") {
         return Ok(false);
     }
     let fence = format!("expired:{run_id}");

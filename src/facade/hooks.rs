@@ -99,13 +99,21 @@ impl LegacyHook {
 
     // ---- finalizeHookIndexes(token, hookId, serialized, owner) --------------------------
 
-    /// The token shard's `finalize` (its 0.3 lifecycle rule: [`LEGACY_PUBLISH`]) with the legacy claim id; only when it answers
-    /// `stored:true`, [`LegacyHook::publish_hook_id`]. The 0.3 method answers `null`.
-    pub fn finalize_token(&self, serialized: &Value) -> ShardCall {
+    /// The token shard's `finalize` (its 0.3 lifecycle rule: [`LEGACY_PUBLISH`]) with the
+    /// legacy claim id and the run's lifecycle `status` as the facade has just read it (the
+    /// shard then does not ask again); only when it answers `stored:true`,
+    /// [`LegacyHook::publish_hook_id`]. The 0.3 method answers `null`.
+    pub fn finalize_token(&self, serialized: &Value, status: &Value) -> ShardCall {
         ShardCall {
             target: target(Family::Token, &self.token),
             method: LEGACY_PUBLISH,
-            args: vec![Value::str(self.token.as_str()), serialized.clone(), self.owner.to_value(), Value::str(self.claim_id.as_str())],
+            args: vec![
+                Value::str(self.token.as_str()),
+                serialized.clone(),
+                self.owner.to_value(),
+                Value::str(self.claim_id.as_str()),
+                status.clone(),
+            ],
         }
     }
 
@@ -114,11 +122,18 @@ impl LegacyHook {
         answer.get("stored") == Some(&Value::Bool(true))
     }
 
-    pub fn publish_hook_id(&self, serialized: &Value) -> ShardCall {
+    /// The hook-id shard's publication, like [`LegacyHook::finalize_token`].
+    pub fn publish_hook_id(&self, serialized: &Value, status: &Value) -> ShardCall {
         ShardCall {
             target: target(Family::Id, &self.hook_id),
             method: LEGACY_PUBLISH,
-            args: vec![Value::str(self.hook_id.as_str()), serialized.clone(), self.owner.to_value(), Value::str(self.claim_id.as_str())],
+            args: vec![
+                Value::str(self.hook_id.as_str()),
+                serialized.clone(),
+                self.owner.to_value(),
+                Value::str(self.claim_id.as_str()),
+                status.clone(),
+            ],
         }
     }
 

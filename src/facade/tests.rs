@@ -363,8 +363,8 @@ fn finalize(w: &World, token: &str, who: &crate::hook_shard::records::Owner) -> 
     let serialized = s(&hook_json(who, token));
     let args = [s(token), s(&who.hook_id), serialized, who.to_value()];
     let Ok(Route::FinalizeHookIndexes { hook, serialized }) = route("finalizeHookIndexes", &args, false) else { panic!() };
-    if LegacyHook::token_stored(&exec(w, &hook.finalize_token(&serialized))?) {
-        exec(w, &hook.publish_hook_id(&serialized))?;
+    if LegacyHook::token_stored(&exec(w, &hook.finalize_token(&serialized, &Value::Null))?) {
+        exec(w, &hook.publish_hook_id(&serialized, &Value::Null))?;
     }
     Ok(Value::Null)
 }
@@ -479,7 +479,10 @@ fn driver_serves_the_03_client_sequence() {
     // Hooks: reserve, finalize, read by token and by id, delete.
     assert_eq!(f.index("reserveHookToken", vec![s("token_same"), me.to_value()]), Ok(Value::object([("claimed", Value::Bool(true))])));
     let serialized = s(&hook_json(&me, "token_same"));
+    f.world.run_calls.borrow_mut().clear();
     assert_eq!(f.index("finalizeHookIndexes", vec![s("token_same"), s("hook_same"), serialized.clone(), me.to_value()]), Ok(Value::Null));
+    let asks = [format!("{}.getLifecycleStatus", me.run_id)];
+    assert_eq!(*f.world.run_calls.borrow(), asks, "one lifecycle read for both publications");
     assert_eq!(f.index("get", vec![s("hook:token_same")]), Ok(serialized.clone()));
     assert_eq!(f.index("get", vec![s("hookid:hook_same")]), Ok(serialized));
     assert_eq!(f.index("deleteHookIndexes", vec![s("token_same"), s("hook_same"), me.to_value()]), Ok(Value::Null));

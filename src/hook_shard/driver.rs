@@ -48,10 +48,15 @@ pub enum Visibility {
 /// [`Visibility::NotEnded`], neither `"terminal"` nor `"expired"`).
 pub async fn run_is_active<H: ShardHost>(host: &H, run_id: &str, visibility: Visibility) -> Result<bool, RpcError> {
     let status = host.call(Binding::Runs, run_id, LIFECYCLE_METHOD, Vec::new()).await?;
-    Ok(match visibility {
+    Ok(visible(&status, visibility))
+}
+
+/// Whether a lifecycle status lets a hook be read and published under `visibility`.
+fn visible(status: &Value, visibility: Visibility) -> bool {
+    match visibility {
         Visibility::Active => status.as_str() == Some(ACTIVE),
         Visibility::NotEnded => !matches!(status.as_str(), Some("terminal" | "expired")),
-    })
+    }
 }
 
 /// `get(K)` → the serialized hook, or `null` when absent, empty, or its run is not
@@ -69,10 +74,20 @@ pub async fn get<H: ShardHost>(host: &H, family: Family, visibility: Visibility,
 /// → `{stored}`. When the owner's run is not active, the owner's record and claim are
 /// released and nothing is published; otherwise [`publish_step`] (for `legacyPublish`:
 /// [`legacy_publish_step`]) runs in one transaction.
+///
+/// `legacyPublish` takes a fifth argument: the run's lifecycle status as the 0.3 facade
+/// has just read it (`finalizeHookIndexes` reads it once for both shards). When it is a
+/// string, the shard judges by it instead of asking the run DO. Internal methods are not
+/// routable, so only our own facade can pass it; without it (the archive migration) the
+/// shard asks.
 pub async fn publish<H: ShardHost>(host: &H, family: Family, visibility: Visibility, args: Args<'_>) -> Result<Value, RpcError> {
     let key = natural_key(args.raw(0));
     let owner = Owner::from_arg(args.raw(2))?;
-    if !run_is_active(host, &owner.run_id, visibility).await? {
+    let active = match args.raw(4).filter(|s| matches!(s, Value::String(_))) {
+        Some(status) if visibility == Visibility::NotEnded => visible(status, visibility),
+        _ => run_is_active(host, &owner.run_id, visibility).await?,
+    };
+    if !active {
         let entries = [(key, owner)];
         host.transact(|store, _, _| release_owned(store, family, &entries)).await?;
         return Ok(stored(false));

@@ -403,3 +403,33 @@ fn claim_of_names_only_the_owners_unexpired_claim() {
         assert_eq!(family.facade_methods(), ["claimOf", "legacyReleaseBatch", "legacyGet", "legacyPublish"]);
     }
 }
+
+/// `legacyPublish` judges by the lifecycle status the 0.3 facade passes as its fifth
+/// argument (read once for both shards) and asks the run DO only without one.
+#[test]
+fn legacy_publish_takes_the_callers_lifecycle_status() {
+    use super::family::LEGACY_PUBLISH;
+    for family in FAMILIES {
+        let w = World::new();
+        let a = owner("wrun_a", "ha");
+        let args = |status: Value| vec![s("k"), s(&hook_json(&a, "t")), a.to_value(), s("legacy"), status];
+        // The run DO would say terminal; the caller read it active: published, no ask.
+        w.set_run("wrun_a", "terminal");
+        w.reserve(family, "k", &a, "legacy").ok();
+        assert_eq!(w.call(family, "k", LEGACY_PUBLISH, args(s("active"))), stored(true));
+        assert!(w.run_calls.borrow().is_empty(), "{:?}", w.run_calls.borrow());
+        // The caller read it terminal: nothing published, the owner's entries released, no ask.
+        w.set_run("wrun_a", "active");
+        assert_eq!(w.call(family, "k", LEGACY_PUBLISH, args(s("terminal"))), stored(false));
+        assert!(w.keys(family, "k").is_empty());
+        assert!(w.run_calls.borrow().is_empty());
+        // No status (or not a string): the shard asks.
+        for status in [Value::Null, Value::num(1)] {
+            w.reserve(family, "k", &a, "legacy").ok();
+            assert_eq!(w.call(family, "k", LEGACY_PUBLISH, args(status)), stored(true));
+            assert_eq!(*w.run_calls.borrow(), ["wrun_a.getLifecycleStatus"]);
+            w.run_calls.borrow_mut().clear();
+            w.release_batch(family, "k", &[("k", &a)]).ok();
+        }
+    }
+}
