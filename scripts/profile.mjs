@@ -21,8 +21,8 @@ import { writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join, resolve } from "node:path";
 import WebSocket from "ws";
-import { SCRIPT_PATH, startWorker } from "../tests/lib/harness.mjs";
-import { CPU_WORKLOADS, FLOOR_SCRIPT, drive, workloadContext } from "./bench/cpu.mjs";
+import { SCRIPT_PATH } from "../tests/lib/harness.mjs";
+import { CPU_WORKLOADS, FLOOR_SCRIPT, drive, startBenchWorker, workloadContext } from "./bench/cpu.mjs";
 import { findWorkerd, workerdPids } from "./bench/proc.mjs";
 
 const args = process.argv.slice(2);
@@ -109,7 +109,7 @@ async function warmedUp(worker, proc) {
 /** `perf record` of the workerd process while the workload runs, then the split by code. */
 async function perfRecord(script, data) {
   const before = workerdPids();
-  const worker = await startWorker({ vars: { WORLD_SECRET: "bench-secret" }, scriptPath: script });
+  const worker = await startBenchWorker(script);
   let ctx;
   try {
     const proc = findWorkerd(before);
@@ -156,7 +156,7 @@ function perfDiff(a, b) {
 }
 
 const inspectorPort = await freePort();
-const worker = await startWorker({ vars: { WORLD_SECRET: "bench-secret" }, scriptPath: script, inspectorPort });
+const worker = await startBenchWorker(script, { inspectorPort });
 let profiled;
 try {
   const targets = await (await fetch(`http://127.0.0.1:${inspectorPort}/json`)).json();
