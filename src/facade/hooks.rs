@@ -104,17 +104,7 @@ impl LegacyHook {
     /// shard then does not ask again); only when it answers `stored:true`,
     /// [`LegacyHook::publish_hook_id`]. The 0.3 method answers `null`.
     pub fn finalize_token(&self, serialized: &Value, status: &Value) -> ShardCall {
-        ShardCall {
-            target: target(Family::Token, &self.token),
-            method: LEGACY_PUBLISH,
-            args: vec![
-                Value::str(self.token.as_str()),
-                serialized.clone(),
-                self.owner.to_value(),
-                Value::str(self.claim_id.as_str()),
-                status.clone(),
-            ],
-        }
+        self.publication(Family::Token, serialized, status)
     }
 
     /// Whether a `finalize` answer lets the hook id be published.
@@ -124,16 +114,24 @@ impl LegacyHook {
 
     /// The hook-id shard's publication, like [`LegacyHook::finalize_token`].
     pub fn publish_hook_id(&self, serialized: &Value, status: &Value) -> ShardCall {
+        self.publication(Family::Id, serialized, status)
+    }
+
+    /// `legacyPublish(key, serialized, owner, claimId, status)` on `family`'s shard.
+    fn publication(&self, family: Family, serialized: &Value, status: &Value) -> ShardCall {
+        let key = self.key(family);
         ShardCall {
-            target: target(Family::Id, &self.hook_id),
+            target: target(family, key),
             method: LEGACY_PUBLISH,
-            args: vec![
-                Value::str(self.hook_id.as_str()),
-                serialized.clone(),
-                self.owner.to_value(),
-                Value::str(self.claim_id.as_str()),
-                status.clone(),
-            ],
+            args: vec![Value::str(key), serialized.clone(), self.owner.to_value(), Value::str(self.claim_id.as_str()), status.clone()],
+        }
+    }
+
+    /// The hook's key in `family`: its token or its hook id.
+    fn key(&self, family: Family) -> &str {
+        match family {
+            Family::Token => &self.token,
+            Family::Id => &self.hook_id,
         }
     }
 
@@ -171,14 +169,11 @@ impl LegacyHook {
     }
 
     fn release_claim(&self, family: Family) -> ShardCall {
-        let key = match family {
-            Family::Token => &self.token,
-            Family::Id => &self.hook_id,
-        };
+        let key = self.key(family);
         ShardCall {
             target: target(family, key),
             method: "releaseClaim",
-            args: vec![Value::str(key.as_str()), self.owner.to_value(), Value::str(self.claim_id.as_str())],
+            args: vec![Value::str(key), self.owner.to_value(), Value::str(self.claim_id.as_str())],
         }
     }
 
