@@ -40,6 +40,16 @@ pub enum TerminalPhase {
     Waits,
 }
 
+impl TerminalPhase {
+    /// The phase after this one (`waits` is the last: it deletes the record).
+    fn next(self) -> TerminalPhase {
+        match self {
+            TerminalPhase::Hooks => TerminalPhase::Markers,
+            TerminalPhase::Markers | TerminalPhase::Waits => TerminalPhase::Waits,
+        }
+    }
+}
+
 /// `terminal:cleanup`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -146,9 +156,9 @@ pub fn plan(store: &mut dyn Store, now: i64, alarm: &mut Alarm) -> Result<Option
     let Some(mut record) = load(store)? else { return Ok(None) };
     let mut moved = false;
     loop {
-        let (prefix, next) = match record.phase {
-            TerminalPhase::Hooks => (keys::HOOK_PREFIX, TerminalPhase::Markers),
-            TerminalPhase::Markers => (keys::RETENTION_HOOK_PREFIX, TerminalPhase::Waits),
+        let prefix = match record.phase {
+            TerminalPhase::Hooks => keys::HOOK_PREFIX,
+            TerminalPhase::Markers => keys::RETENTION_HOOK_PREFIX,
             TerminalPhase::Waits => {
                 waits(store, now, alarm, record)?;
                 return Ok(Some(Page::Stop));
@@ -156,6 +166,7 @@ pub fn plan(store: &mut dyn Store, now: i64, alarm: &mut Alarm) -> Result<Option
         };
         let listed = store.list(&ListOptions::prefix(prefix).limit(HOOK_PAGE + 1))?;
         if listed.is_empty() {
+            let next = record.phase.next();
             record = advance(record, next);
             moved = true;
             continue;
@@ -225,14 +236,13 @@ pub fn commit(store: &mut dyn Store, now: i64, alarm: &mut Alarm, page: &Termina
     for k in &page.keys {
         store.delete(k)?;
     }
-    match (page.phase, page.last) {
+    let next = if page.last { page.phase.next() } else { page.phase };
+    if next == TerminalPhase::Waits {
         // Stored by `waits` only if it has to come back (usually it deletes the record).
-        (TerminalPhase::Markers, true) => waits(store, now, alarm, advance(record, TerminalPhase::Waits))?,
-        (phase, last) => {
-            let next = if phase == TerminalPhase::Hooks && last { TerminalPhase::Markers } else { phase };
-            put_json(store, keys::TERMINAL_CLEANUP, &advance(record, next))?;
-            alarm.set(now + 1);
-        }
+        waits(store, now, alarm, advance(record, next))?;
+    } else {
+        put_json(store, keys::TERMINAL_CLEANUP, &advance(record, next))?;
+        alarm.set(now + 1);
     }
     Ok(())
 }
