@@ -135,6 +135,38 @@ test("HookTokenDO/HookIdDO: reserve, lifecycle-checked finalize/publish and get,
   assert.deepEqual(await ok("WORKFLOW_HOOK_TOKENS", "hook-token:v1:t-test", "reserve", ["tok_ghost", other, "d"]), { claimed: true, claimId: "d" });
 });
 
+test("alarm readers (hook reserve, catalog expireRun/expireKeys) arm their compaction from the alarm in place, never later than it", async () => {
+  // src/lifecycle.rs: a claim's deadline is reserve time + HOOK_CLAIM_LEASE_MS; a fence's
+  // compaction is expiry time + CATALOG_FENCE_GRACE_MS.
+  const CLAIM_LEASE = 7 * 300_000 + 2 * 900;
+  const FENCE_GRACE = 300_000 + (3 * 300_000 + 900);
+  const key = (k) => ["run:wf:0000000000005:" + k, "runall:0000000000005:" + k];
+  const cases = [
+    ["WORKFLOW_HOOK_TOKENS", CLAIM_LEASE, (i) => ["reserve", [`k${i}`, { runId: "wrun_al", hookId: `h${i}` }, `c${i}`]], { claimed: true }],
+    ["WORKFLOW_HOOK_IDS", CLAIM_LEASE, (i) => ["reserve", [`k${i}`, { runId: "wrun_al", hookId: `h${i}` }, `c${i}`]], { claimed: true }],
+    ["WORKFLOW_RUN_CATALOG", FENCE_GRACE, (i) => ["expireRun", [`wrun_al${i}`, key(`wrun_al${i}`), 5]], { deleted: 0 }],
+    ["WORKFLOW_RUN_CATALOG", FENCE_GRACE, (i) => ["expireKeys", [`wrun_ak${i}`, key(`wrun_ak${i}`), 5]], { deleted: 0 }],
+  ];
+  for (const [binding, ahead, call, answer] of cases) {
+    const name = `${binding}:alarm-test:${call(0)[0]}`;
+    const ns = await w.mf.getDurableObjectNamespace(binding);
+    const stub = ns.get(ns.idFromName(name));
+    assert.equal(await stub.storedAlarm(), null);
+    const before = Date.now();
+    const [method, args] = call(1);
+    assert.deepEqual(pick(await ok(binding, name, method, args), answer), answer);
+    const first = await stub.storedAlarm();
+    assert.ok(first >= before + ahead && first <= Date.now() + ahead, `${name}: ${first - before}`);
+    await new Promise((r) => setTimeout(r, 20));
+    const [method2, args2] = call(2);
+    assert.deepEqual(pick(await ok(binding, name, method2, args2), answer), answer);
+    assert.equal(await stub.storedAlarm(), first, `${name}: a later deadline keeps the earlier alarm`);
+  }
+});
+
+/** The fields of `value` that `like` names. */
+const pick = (value, like) => Object.fromEntries(Object.keys(like).map((k) => [k, value?.[k]]));
+
 test("facade: run keys go to the run's catalog shard, correlation keys too; list merges; get reads the home shard", async () => {
   const runId = "wrun_same";
   const key = "run:wf:0000000000001:wrun_same";

@@ -59,8 +59,11 @@ pub const FACADE_METHODS: [&str; 2] = ["upsertKey", "expireKeys"];
 
 /// Does `method` need the current alarm time (the shell then reads it first)?
 pub fn reads_alarm(method: &str) -> bool {
-    method == "expireRun" || method == "expireKeys"
+    ALARM_READERS.contains(&method)
 }
+
+/// The methods that arm the fence compaction at most (only if no alarm is earlier).
+pub const ALARM_READERS: [&str; 2] = ["expireRun", "expireKeys"];
 
 /// Dispatch one method (inside one storage transaction).
 pub fn call(store: &mut dyn Store, ctx: &Ctx, alarm: &mut Alarm, method: &str, args: Args) -> Result<Value, RpcError> {

@@ -73,30 +73,63 @@ pub async fn get<H: ShardHost>(host: &H, family: Family, visibility: Visibility,
 /// `finalize(token, serialized, owner, claimId?)` / `publish(hookId, serialized, owner, claimId?)`
 /// → `{stored}`. When the owner's run is not active, the owner's record and claim are
 /// released and nothing is published; otherwise [`publish_step`] (for `legacyPublish`:
-/// [`legacy_publish_step`]) runs in one transaction.
+/// [`legacy_publish_step`]) runs in one transaction ([`publish_decided`]).
 ///
 /// `legacyPublish` takes a fifth argument: the run's lifecycle status as the 0.3 facade
 /// has just read it (`finalizeHookIndexes` reads it once for both shards). When it is a
-/// string, the shard judges by it instead of asking the run DO. Internal methods are not
-/// routable, so only our own facade can pass it; without it (the archive migration) the
-/// shard asks.
+/// string ([`passed_status`]), the shard judges by it instead of asking the run DO, and the
+/// shell serves the call synchronously ([`legacy_publish_with_status`]). Internal methods
+/// are not routable, so only our own facade can pass it; without it (the archive
+/// migration) the shard asks.
 pub async fn publish<H: ShardHost>(host: &H, family: Family, visibility: Visibility, args: Args<'_>) -> Result<Value, RpcError> {
     let key = natural_key(args.raw(0));
     let owner = Owner::from_arg(args.raw(2))?;
-    let active = match args.raw(4).filter(|s| matches!(s, Value::String(_))) {
-        Some(status) if visibility == Visibility::NotEnded => visible(status, visibility),
-        _ => run_is_active(host, &owner.run_id, visibility).await?,
+    let active = match passed_status(visibility, args) {
+        Some(status) => visible(status, visibility),
+        None => run_is_active(host, &owner.run_id, visibility).await?,
     };
+    host.transact(|store, now, _| publish_decided(store, family, visibility, now, key, owner, active, args)).await
+}
+
+/// The lifecycle status a `legacyPublish` call carries (its fifth argument, a string), if
+/// any; `None` for the reference's `finalize`/`publish` ([`Visibility::Active`]), which
+/// always ask.
+pub fn passed_status(visibility: Visibility, args: Args<'_>) -> Option<&Value> {
+    args.raw(4).filter(|s| visibility == Visibility::NotEnded && matches!(s, Value::String(_)))
+}
+
+/// `legacyPublish` with the status the facade passed ([`passed_status`]) as one
+/// synchronous call: the same decision and storage work as [`publish`], with no ask.
+/// `None` when the call carries no status (it must ask: [`publish`]).
+pub fn legacy_publish_with_status(store: &mut dyn Store, family: Family, now: i64, args: Args<'_>) -> Option<Result<Value, RpcError>> {
+    let status = passed_status(Visibility::NotEnded, args)?;
+    let active = visible(status, Visibility::NotEnded);
+    let key = natural_key(args.raw(0));
+    Some(Owner::from_arg(args.raw(2)).and_then(|owner| publish_decided(store, family, Visibility::NotEnded, now, key, owner, active, args)))
+}
+
+/// The storage half of [`publish`], once the run's lifecycle is known: release the
+/// owner's record and claim (`active` false), else publish.
+#[allow(clippy::too_many_arguments)]
+fn publish_decided(
+    store: &mut dyn Store,
+    family: Family,
+    visibility: Visibility,
+    now: i64,
+    key: String,
+    owner: Owner,
+    active: bool,
+    args: Args<'_>,
+) -> Result<Value, RpcError> {
     if !active {
-        let entries = [(key, owner)];
-        host.transact(|store, _, _| release_owned(store, family, &entries)).await?;
+        release_owned(store, family, &[(key, owner)])?;
         return Ok(stored(false));
     }
     let serialized = string_arg(args.raw(1), "serialized hook")?;
     let claim_id = args.raw(3);
     match visibility {
-        Visibility::Active => host.transact(|store, now, _| publish_step(store, family, now, &key, serialized, &owner, claim_id)).await,
-        Visibility::NotEnded => host.transact(|store, now, _| legacy_publish_step(store, family, now, &key, serialized, &owner)).await,
+        Visibility::Active => publish_step(store, family, now, &key, serialized, &owner, claim_id),
+        Visibility::NotEnded => legacy_publish_step(store, family, now, &key, serialized, &owner),
     }
 }
 

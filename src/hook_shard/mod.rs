@@ -44,8 +44,12 @@ use crate::wire::{RpcError, Value};
 
 /// Does `method` need the current alarm time (the shell then reads it first)?
 pub fn reads_alarm(method: &str) -> bool {
-    method == "reserve"
+    ALARM_READERS.contains(&method)
 }
+
+/// The methods that arm the alarm at most (only if none is earlier), so start from the
+/// current one: the shell reads it before the call.
+pub const ALARM_READERS: [&str; 1] = ["reserve"];
 
 /// Dispatch one transactional method (inside one storage transaction). The
 /// lifecycle-checked methods (`get`, `finalize`/`publish`) need the run DO and are

@@ -433,3 +433,45 @@ fn legacy_publish_takes_the_callers_lifecycle_status() {
         }
     }
 }
+
+/// The shell serves a `legacyPublish` that carries the facade's status synchronously
+/// (`driver::legacy_publish_with_status`, one buffered call): the same answer and the same
+/// storage as the driver's `publish`, for every status; without a status it declines
+/// (the call goes the asynchronous way and asks).
+#[test]
+fn legacy_publish_with_status_is_the_drivers_publish_without_the_ask() {
+    use super::driver::legacy_publish_with_status;
+    use super::family::LEGACY_PUBLISH;
+    use crate::hop::Args;
+    use crate::store::Store;
+    for family in FAMILIES {
+        let a = owner("wrun_a", "ha");
+        let args = |status: Value| vec![s("k"), s(&hook_json(&a, "t")), a.to_value(), s("legacy"), status];
+        for status in ["active", "missing", "terminal", "expired"] {
+            let (driver, sync) = (World::new(), World::new());
+            for w in [&driver, &sync] {
+                w.reserve(family, "k", &a, "legacy").ok();
+            }
+            let expected = driver.call(family, "k", LEGACY_PUBLISH, args(s(status)));
+            let got = {
+                let mut objects = sync.objects.borrow_mut();
+                let object = objects.get_mut(&(family.class(), family.shard("k"))).expect("reserved shard");
+                let a = args(s(status));
+                object
+                    .store
+                    .in_transaction(|store: &mut dyn Store| legacy_publish_with_status(store, family, T0, Args(&a)).expect("has a status"))
+            };
+            assert_eq!(got, expected, "{status}");
+            assert_eq!(sync.keys(family, "k"), driver.keys(family, "k"), "{status}");
+            let values = |w: &World| w.objects.borrow().get(&(family.class(), family.shard("k"))).map(|o| o.store.data.clone());
+            assert_eq!(values(&sync), values(&driver), "{status}");
+            assert!(driver.run_calls.borrow().is_empty() && sync.run_calls.borrow().is_empty());
+        }
+        let mut store = crate::store::MemoryStore::default();
+        for status in [Value::Null, Value::num(1)] {
+            assert!(legacy_publish_with_status(&mut store, family, T0, Args(&args(status))).is_none());
+        }
+        assert!(legacy_publish_with_status(&mut store, family, T0, Args(&args(s("active"))[..4])).is_none());
+        assert!(store.data.is_empty());
+    }
+}

@@ -245,9 +245,16 @@ class RustObject extends DurableObject {
     return reply;
   }
 
-  /** The current alarm, for the classes whose calls start from it (QueueDO). */
-  currentAlarm() {
-    return NaN;
+  /** The methods whose calls start from the current alarm (the Rust class's `alarmReaders`), read once per class. */
+  static get alarmReaders() {
+    if (!Object.hasOwn(this, "alarmReaderMethods")) this.alarmReaderMethods = new Set(this.Rust.alarmReaders?.().split(",") ?? []);
+    return this.alarmReaderMethods;
+  }
+
+  /** For the methods that start from it: (a promise of) the current alarm, `-1` when none is set; else `NaN`. */
+  currentAlarm(method) {
+    if (!this.constructor.alarmReaders.has(method)) return NaN;
+    return this.ctx.storage.getAlarm().then((at) => at ?? -1);
   }
 
   /** The alarm a committed call asked for. The call is answered even if it fails. */
@@ -268,6 +275,11 @@ class RustObject extends DurableObject {
     const name = decodeURIComponent(request.headers.get("x-celld-name") ?? "");
     const reply = await this.rpc(method, name, await request.arrayBuffer());
     return new Response(reply[1], { status: reply[0], headers: JSON_HEADERS });
+  }
+
+  /** Internal (tests): the alarm storage holds (epoch ms), or null. Not routable. */
+  storedAlarm() {
+    return this.ctx.storage.getAlarm();
   }
 
   async alarm() {
@@ -361,13 +373,6 @@ export class IndexDO extends RustObject {
 
 export class QueueDO extends RustObject {
   static Rust = wasm.QueueObject;
-  static alarmReaders = new Set(wasm.QueueObject.alarmReaders().split(","));
-
-  /** For the methods that read it: (a promise of) the alarm, `-1` when none is set. */
-  currentAlarm(method) {
-    if (!QueueDO.alarmReaders.has(method)) return NaN;
-    return this.ctx.storage.getAlarm().then((at) => at ?? -1);
-  }
 }
 
 // The sharded index (src/shell/shards.rs): internal methods only, reached by the 0.3

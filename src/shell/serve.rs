@@ -93,12 +93,13 @@ pub fn serve_sync(
     core: impl FnOnce(&mut dyn Store, &Ctx, &mut Alarm, &str, Args) -> Result<Value, RpcError>,
 ) -> Array {
     match args_or_refusal(body) {
-        Ok(args) => serve_args(storage, read_only, cfg, method, name, &args, direct, core),
+        Ok(args) => serve_args(storage, read_only, cfg, method, name, &args, direct, Alarm::unknown(), core),
         Err(refusal) => refusal,
     }
 }
 
-/// [`serve_sync`] of arguments already decoded.
+/// [`serve_sync`] of arguments already decoded, starting from `alarm` (the current alarm
+/// when the class read it, else [`Alarm::unknown`]).
 #[allow(clippy::too_many_arguments)]
 pub fn serve_args(
     storage: &ObjectStorage,
@@ -108,10 +109,10 @@ pub fn serve_args(
     name: &str,
     args: &[Value],
     direct: bool,
+    mut alarm: Alarm,
     core: impl FnOnce(&mut dyn Store, &Ctx, &mut Alarm, &str, Args) -> Result<Value, RpcError>,
 ) -> Array {
     let ctx = Ctx { now: now_ms(), name, config: cfg };
-    let mut alarm = Alarm::unknown();
     let writes = Writes::of(method, read_only, direct);
     match run_sync(storage, writes, |store| core(store, &ctx, &mut alarm, method, Args(args))) {
         Ok(result) => result_reply(result, alarm_slot(alarm.change())),

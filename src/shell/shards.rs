@@ -3,11 +3,13 @@
 //! `index` facade ([`super::facade`]) and the run DO's retention cleanup call them over the
 //! hop.
 //!
-//! Methods that only touch storage are served synchronously (`rpcCall`, one
-//! transaction). Two kinds go through `rpcAsync`: the methods that must see the current
-//! alarm first (catalog `expireRun`, hook `reserve`: they arm it only if none is earlier),
-//! and the hook shards' lifecycle-checked `get` / `finalize` / `publish`, which ask the
-//! owner's run DO `getLifecycleStatus()` ([`crate::hook_shard::driver`]).
+//! Methods served synchronously (`rpcCall`, one buffered call) include those that must see
+//! the current alarm first (catalog `expireRun` / `expireKeys`, hook `reserve`: they arm it
+//! only if none is earlier): the class reads it before the call (`alarmReaders`, as for
+//! QueueDO). What goes through `rpcAsync` is what must ask a run DO first: the hook shards'
+//! lifecycle-checked `get` / `finalize` / `publish`, and `legacyPublish` without the 0.3
+//! facade's status ([`crate::hook_shard::driver`]); the catalog's `upsertRunKey` without a
+//! lease; and, as a fallback, an alarm reader called without the alarm.
 //!
 //! The alarm compacts fences / abandoned claims in one transaction; when that fails it is
 //! re-armed at [`crate::lifecycle::compaction_retry`].
@@ -26,7 +28,8 @@ use crate::catalog::lease::{self, Plan, UPSERT_RUN_KEY};
 use crate::catalog::records::text;
 use crate::config::Config;
 use crate::facade::{refused_put, UPSERT_KEY};
-use crate::hook_shard::driver::{self as hook_driver, ShardHost, MISSING_RUNS_BINDING};
+use crate::hook_shard::driver::{self as hook_driver, ShardHost, Visibility, MISSING_RUNS_BINDING};
+use crate::hook_shard::family::LEGACY_PUBLISH;
 use crate::hook_shard::Family;
 use crate::hop::{Args, Ctx};
 use crate::leases::{
@@ -100,7 +103,7 @@ impl LifecycleHost for CatalogObject {
 impl CatalogObject {
     /// The upsert's transaction (the core's `upsertKey`).
     fn upsert(&self, name: &str, args: &[Value], direct: bool) -> Array {
-        serve_args(&self.storage, &CATALOG_READ_ONLY, &self.config, UPSERT_KEY, name, args, direct, crate::catalog::call)
+        serve_args(&self.storage, &CATALOG_READ_ONLY, &self.config, UPSERT_KEY, name, args, direct, Alarm::unknown(), crate::catalog::call)
     }
 }
 
@@ -121,10 +124,11 @@ impl CatalogObject {
         methods.join(",")
     }
 
-    /// One RPC: `[status, body, alarm]`, status 0 for `expireRun`, `expireKeys` and an
-    /// `upsertRunKey` that must ask the run first (see `serve.rs`).
+    /// One RPC: `[status, body, alarm]`, status 0 for an `upsertRunKey` that must ask the
+    /// run first (see `serve.rs`) and for an `expireRun` / `expireKeys` whose current alarm
+    /// the class did not read (`current` is that alarm, `-1` none set, `NaN` not read).
     #[wasm_bindgen(js_name = rpcCall)]
-    pub fn rpc_call(&self, method: &str, name: &str, body: &[u8], direct: bool) -> Array {
+    pub fn rpc_call(&self, method: &str, name: &str, body: &[u8], direct: bool, current: f64) -> Array {
         if let Some(reply) = lease_holder_reply(&self.lifecycle, method, body) {
             return reply;
         }
@@ -140,14 +144,29 @@ impl CatalogObject {
                 Plan::Ask => go_async(),
             };
         }
-        if crate::catalog::reads_alarm(method) {
+        if !crate::catalog::reads_alarm(method) {
+            return serve_sync(&self.storage, &CATALOG_READ_ONLY, &self.config, method, name, body, direct, crate::catalog::call);
+        }
+        if current.is_nan() {
             return go_async();
         }
-        serve_sync(&self.storage, &CATALOG_READ_ONLY, &self.config, method, name, body, direct, crate::catalog::call)
+        let args = match args_or_refusal(body) {
+            Ok(a) => a,
+            Err(refusal) => return refusal,
+        };
+        let alarm = Alarm::new((current >= 0.0).then_some(current as i64));
+        serve_args(&self.storage, &CATALOG_READ_ONLY, &self.config, method, name, &args, direct, alarm, crate::catalog::call)
     }
 
-    /// `expireRun` / `expireKeys`: the current alarm first, then one transaction, then the
-    /// alarm change. `upsertRunKey`: the run's lifecycle lease first, then the upsert.
+    /// The methods whose current alarm the class reads before `rpcCall`, comma-separated.
+    #[wasm_bindgen(js_name = alarmReaders)]
+    pub fn alarm_readers() -> String {
+        crate::catalog::ALARM_READERS.join(",")
+    }
+
+    /// `upsertRunKey`: the run's lifecycle lease first, then the upsert. `expireRun` /
+    /// `expireKeys` when the class did not read the alarm: the current alarm first, then
+    /// one transaction, then the alarm change.
     #[wasm_bindgen(js_name = rpcAsync)]
     pub async fn rpc_async(&self, method: String, name: String, body: Vec<u8>) -> Array {
         let args = match args_or_refusal(&body) {
@@ -222,16 +241,42 @@ impl HookShard {
         HookShard { family, storage: ObjectStorage::of(state), env, config }
     }
 
-    fn is_async(&self, method: &str) -> bool {
-        crate::hook_shard::reads_alarm(method) || hook_driver::is_lifecycle_checked(self.family, method)
-    }
-
-    fn rpc_call(&self, method: &str, name: &str, body: &[u8], direct: bool) -> Array {
-        if self.is_async(method) {
+    /// One RPC served synchronously, or status 0 for the methods that must ask the run DO
+    /// (`get`, `finalize`/`publish`, and `legacyPublish` without the facade's status) and
+    /// for a `reserve` whose current alarm the class did not read (`current` is that
+    /// alarm, `-1` none set, `NaN` not read).
+    fn rpc_call(&self, method: &str, name: &str, body: &[u8], direct: bool, current: f64) -> Array {
+        let family = self.family;
+        let reads_alarm = crate::hook_shard::reads_alarm(method);
+        let checked = hook_driver::is_lifecycle_checked(family, method);
+        if (reads_alarm && current.is_nan()) || (checked && method != LEGACY_PUBLISH) {
             return go_async();
         }
-        let family = self.family;
-        serve_sync(&self.storage, &[], &self.config, method, name, body, direct, |store, ctx, alarm, m, args| {
+        let args = match args_or_refusal(body) {
+            Ok(a) => a,
+            Err(refusal) => return refusal,
+        };
+        if checked {
+            if hook_driver::passed_status(Visibility::NotEnded, Args(&args)).is_none() {
+                return go_async();
+            }
+            return serve_args(
+                &self.storage,
+                &[],
+                &self.config,
+                method,
+                name,
+                &args,
+                direct,
+                Alarm::unknown(),
+                |store, ctx, _, _, args| {
+                    hook_driver::legacy_publish_with_status(store, family, ctx.now, args)
+                        .unwrap_or_else(|| Err(RpcError::error("legacyPublish: no lifecycle status")))
+                },
+            );
+        }
+        let alarm = if reads_alarm { Alarm::new((current >= 0.0).then_some(current as i64)) } else { Alarm::unknown() };
+        serve_args(&self.storage, &[], &self.config, method, name, &args, direct, alarm, |store, ctx, alarm, m, args| {
             crate::hook_shard::call(store, family, ctx.now, alarm, m, args)
         })
     }
@@ -267,13 +312,22 @@ impl HookTokenObject {
         String::new()
     }
 
-    /// One RPC: `[status, body, alarm]`, status 0 for the asynchronous methods.
-    #[wasm_bindgen(js_name = rpcCall)]
-    pub fn rpc_call(&self, method: &str, name: &str, body: &[u8], direct: bool) -> Array {
-        self.0.rpc_call(method, name, body, direct)
+    /// The methods whose current alarm the class reads before `rpcCall`, comma-separated.
+    #[wasm_bindgen(js_name = alarmReaders)]
+    pub fn alarm_readers() -> String {
+        crate::hook_shard::ALARM_READERS.join(",")
     }
 
-    /// `reserve`, `get`, `finalize`.
+    /// One RPC: `[status, body, alarm]`, status 0 for the asynchronous methods; `current`
+    /// is the alarm the class read for the [`alarm readers`](Self::alarm_readers) (`-1`
+    /// none set), else `NaN`.
+    #[wasm_bindgen(js_name = rpcCall)]
+    pub fn rpc_call(&self, method: &str, name: &str, body: &[u8], direct: bool, current: f64) -> Array {
+        self.0.rpc_call(method, name, body, direct, current)
+    }
+
+    /// `get`, `finalize`, and `reserve` / `legacyPublish` when they could not be served
+    /// synchronously.
     #[wasm_bindgen(js_name = rpcAsync)]
     pub async fn rpc_async(&self, method: String, _name: String, body: Vec<u8>) -> Array {
         self.0.rpc_async(method, body).await
@@ -301,13 +355,22 @@ impl HookIdObject {
         String::new()
     }
 
-    /// One RPC: `[status, body, alarm]`, status 0 for the asynchronous methods.
-    #[wasm_bindgen(js_name = rpcCall)]
-    pub fn rpc_call(&self, method: &str, name: &str, body: &[u8], direct: bool) -> Array {
-        self.0.rpc_call(method, name, body, direct)
+    /// The methods whose current alarm the class reads before `rpcCall`, comma-separated.
+    #[wasm_bindgen(js_name = alarmReaders)]
+    pub fn alarm_readers() -> String {
+        crate::hook_shard::ALARM_READERS.join(",")
     }
 
-    /// `reserve`, `get`, `publish`.
+    /// One RPC: `[status, body, alarm]`, status 0 for the asynchronous methods; `current`
+    /// is the alarm the class read for the [`alarm readers`](Self::alarm_readers) (`-1`
+    /// none set), else `NaN`.
+    #[wasm_bindgen(js_name = rpcCall)]
+    pub fn rpc_call(&self, method: &str, name: &str, body: &[u8], direct: bool, current: f64) -> Array {
+        self.0.rpc_call(method, name, body, direct, current)
+    }
+
+    /// `get`, `publish`, and `reserve` / `legacyPublish` when they could not be served
+    /// synchronously.
     #[wasm_bindgen(js_name = rpcAsync)]
     pub async fn rpc_async(&self, method: String, _name: String, body: Vec<u8>) -> Array {
         self.0.rpc_async(method, body).await
