@@ -1,7 +1,10 @@
 //! `QueueDO` core ([`world_celld_rs::queue::call`]) plus the alarm loop's storage steps
 //! ([`claim_at_most`], [`settle`], re-arming exactly or earlier only) driven by arbitrary sequences of calls, alarm passes,
 //! delivery outcomes and instance restarts, with the shell's alarm handling (read before
-//! the call, applied after commit; the platform clears an alarm when it fires).
+//! the call, applied after commit; the platform clears an alarm when it fires) and its
+//! claim memo (`ClaimMemo`: every store watched, forgotten on restart; a paged expiry's
+//! receipt is sometimes acknowledged, which writes a fence-compaction entry). Each claim's
+//! alarm is compared with listing every family again, which a stale memo would miss.
 //!
 //! Checks after every step: no panic, every stored value decodes, `stats` counts equal the
 //! stored `due:`/`inflight:`/`dlq:` entries, every message row is scheduled (a `due:` entry
@@ -13,10 +16,12 @@
 use fuzz_support::arbitrary::{Result, Unstructured};
 use fuzz_support::*;
 use libfuzzer_sys::fuzz_target;
+use std::cell::RefCell;
 use world_celld_rs::config::Config;
 use world_celld_rs::hop::{Args, Ctx};
 use world_celld_rs::queue;
-use world_celld_rs::queue::delivery::{claim_at_most, classify, settle, Claimed, Outcome, Rearm};
+
+use world_celld_rs::queue::delivery::{claim_at_most, classify, settle, ClaimMemo, Claimed, MemoWatch, Outcome, Rearm};
 use world_celld_rs::queue::state::{clamp_time, schedule_next, Lifecycle, DLQ_PREFIX, DUE_PREFIX, INFLIGHT_PREFIX, MSG_PREFIX};
 use world_celld_rs::store::alarm::{Alarm, AlarmChange};
 use world_celld_rs::store::MemoryStore;
@@ -79,6 +84,10 @@ fn build(u: &mut Unstructured, method: &'static str) -> Result<Vec<Value>> {
         }
         "listDeadLetters" => vec![object_with!(u, vec![("limit", Value::Number(GEN.number(u)?)), ("cursor", GEN.value(u, 0)?)])?],
         "redriveDeadLetter" => vec![GEN.id_or_value(u, IDS)?],
+        // With options (0.4) the answer carries the receipt the harness may acknowledge.
+        "expireRun" if u.ratio(1, 2)? => {
+            vec![GEN.id_or_value(u, RUNS)?, Value::Number(GEN.number(u)?), Value::object([("limit", Value::num(2))])]
+        }
         "expireRun" => vec![GEN.id_or_value(u, RUNS)?, Value::Number(GEN.number(u)?)],
         _ => vec![],
     })
@@ -110,6 +119,9 @@ struct Harness {
     config: Config,
     /// Deliveries running in this instance (claimed, not settled).
     running: Vec<Claimed>,
+    /// What this instance's claims know (as the shell keeps it): every store goes through
+    /// a `MemoWatch` over it; a restart forgets it.
+    memo: RefCell<ClaimMemo>,
 }
 
 impl Harness {
@@ -129,7 +141,8 @@ impl Harness {
             _ => Alarm::unknown(),
         };
         self.step_now = self.now;
-        let out = self.store.transaction(|s| queue::call(s, &ctx, &mut alarm, method, Args(args)));
+        let memo = &self.memo;
+        let out = self.store.transaction(|s| queue::call(&mut MemoWatch::new(s, memo), &ctx, &mut alarm, method, Args(args)));
         if out.is_ok() {
             self.apply(&alarm);
         }
@@ -146,7 +159,12 @@ impl Harness {
         let running: Vec<String> = self.running.iter().map(|c| c.lease.clone()).collect();
         let is_live = |lease: &str| running.iter().any(|r| r == lease);
         let (now, config) = (self.now, self.config.clone());
-        let claimed = self.store.transaction(|s| claim_at_most(s, now, &config, &mut alarm, &is_live, MAX_PER_ALARM));
+        let mut known = self.memo.borrow().clone();
+        let memo = &self.memo;
+        let claimed = self
+            .store
+            .transaction(|s| claim_at_most(&mut MemoWatch::new(s, memo), now, &config, &mut alarm, &is_live, MAX_PER_ALARM, &mut known));
+        *self.memo.borrow_mut() = known;
         match claimed {
             Ok(rows) => {
                 // The claim computes its alarm from what it listed (`WakeHints`): the same
@@ -181,7 +199,10 @@ impl Harness {
             if u.ratio(1, 2).unwrap_or(true) { (Rearm::Exact, Alarm::unknown()) } else { (Rearm::Earlier, Alarm::new(self.alarm)) };
         let (now, config) = (self.now, self.config.clone());
         self.step_now = self.now;
-        match self.store.transaction(|s| settle(s, now, &config, &claimed, &action, &Lifecycle::unknown(), rearm, &mut alarm)) {
+        let memo = &self.memo;
+        match self.store.transaction(|s| {
+            settle(&mut MemoWatch::new(s, memo), now, &config, &claimed, &action, &Lifecycle::unknown(), rearm, &mut alarm)
+        }) {
             Ok(_) => self.apply(&alarm),
             Err(e) => panic!("settle failed: {e:?}"),
         }
@@ -251,13 +272,22 @@ impl Harness {
 fuzz_target!(|data: &[u8]| {
     let mut u = Unstructured::new(data);
     let config = Config { queue_max_attempts: 2, ..Config::default() };
-    let mut h = Harness { store: MemoryStore::new(), now: T0, step_now: T0, alarm: None, config, running: Vec::new() };
+    let mut h =
+        Harness { store: MemoryStore::new(), now: T0, step_now: T0, alarm: None, config, running: Vec::new(), memo: RefCell::default() };
     let mut build = build;
     while let Ok(Some(op)) = next_op(&mut u, Binding::Queue, &mut build) {
         match op {
             Op::Call { method, args, .. } if !method.is_empty() => {
                 let result = h.call(method, &args);
                 assert_not_corrupt(method, &result);
+                // A paged expiry's receipt, acknowledged: a fence-compaction entry.
+                if let Some(receipt) = result.as_ref().ok().and_then(|v| v.get("receipt")).cloned() {
+                    if u.ratio(1, 2).unwrap_or(false) {
+                        let run = args.first().cloned().unwrap_or(Value::Null);
+                        let acked = h.call("acknowledgeExpireRun", &[run, receipt]);
+                        assert_not_corrupt("acknowledgeExpireRun", &acked);
+                    }
+                }
             }
             Op::Call { .. } => {}
             Op::Event(tag) if tag < 0xF0 => h.alarm_pass(&mut u),
@@ -267,8 +297,11 @@ fuzz_target!(|data: &[u8]| {
                     h.settle(row, &mut u);
                 }
             }
-            // The instance dies: its deliveries never settle.
-            Op::Event(_) => h.running.clear(),
+            // The instance dies: its deliveries never settle, and what it knew is gone.
+            Op::Event(_) => {
+                h.running.clear();
+                h.memo = RefCell::new(ClaimMemo::default());
+            }
         }
         h.now += clock_step(&mut u);
         h.check(false);

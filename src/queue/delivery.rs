@@ -5,7 +5,7 @@
 
 use crate::config::Config;
 use crate::store::alarm::Alarm;
-use crate::store::{ListOptions, Store, StoreResult};
+use crate::store::{ListOptions, Store, StoreResult, Stored};
 use crate::wire::js::{number_to_string, to_js_string};
 use crate::wire::{RpcError, Value};
 
@@ -40,10 +40,81 @@ pub fn claim(
     alarm: &mut Alarm,
     is_live: &dyn Fn(&str) -> bool,
 ) -> Result<Vec<Claimed>, RpcError> {
-    claim_at_most(store, now, config, alarm, is_live, usize::MAX)
+    claim_at_most(store, now, config, alarm, is_live, usize::MAX, &mut ClaimMemo::default())
 }
 
-/// [`claim`], taking at most `limit` messages (the shell's per-invocation budget).
+/// What an instance's claims remember of two key families between them, so that the next
+/// claim need not list them again (each storage list costs a statement preparation in
+/// workerd's SQLite: most of a claim's cost). Sound only while every write of the
+/// instance's storage goes through [`MemoWatch`], which forgets what a write could change;
+/// a fresh instance starts from the default (nothing known).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClaimMemo {
+    /// No 0.3 `inflight:<messageId>` claim is left: a claim listed none. Nothing writes
+    /// that family any more (0.4 claims are `inflight-deadline:`), so it stays empty.
+    pub legacy_empty: bool,
+    /// The first fence-compaction key (`None` inside: there is none), as a claim that
+    /// compacted nothing listed it.
+    pub fence_first: Option<Option<String>>,
+}
+
+/// A store that tells a [`ClaimMemo`] about the writes that could change what it holds:
+/// any write under [`FENCE_GC_PREFIX`] forgets the first fence-compaction key, a put under
+/// [`LEGACY_INFLIGHT_PREFIX`] the emptiness of the 0.3 claims. Every store the queue
+/// instance hands its cores goes through one (the claim's own writes included).
+pub struct MemoWatch<'a> {
+    inner: &'a mut dyn Store,
+    memo: &'a std::cell::RefCell<ClaimMemo>,
+}
+
+impl<'a> MemoWatch<'a> {
+    pub fn new(inner: &'a mut dyn Store, memo: &'a std::cell::RefCell<ClaimMemo>) -> Self {
+        MemoWatch { inner, memo }
+    }
+
+    fn wrote(&self, key: &str, put: bool) {
+        if key.starts_with(FENCE_GC_PREFIX) {
+            self.memo.borrow_mut().fence_first = None;
+        } else if put && key.starts_with(LEGACY_INFLIGHT_PREFIX) {
+            self.memo.borrow_mut().legacy_empty = false;
+        }
+    }
+}
+
+impl Store for MemoWatch<'_> {
+    fn get_value(&mut self, key: &str) -> StoreResult<Option<Stored>> {
+        self.inner.get_value(key)
+    }
+    fn put(&mut self, key: &str, value: &str) -> StoreResult<()> {
+        self.wrote(key, true);
+        self.inner.put(key, value)
+    }
+    fn put_bytes(&mut self, key: &str, value: &[u8]) -> StoreResult<()> {
+        self.wrote(key, true);
+        self.inner.put_bytes(key, value)
+    }
+    fn put_value(&mut self, key: &str, value: &Stored) -> StoreResult<()> {
+        self.wrote(key, true);
+        self.inner.put_value(key, value)
+    }
+    fn delete(&mut self, key: &str) -> StoreResult<bool> {
+        self.wrote(key, false);
+        self.inner.delete(key)
+    }
+    fn contains(&mut self, key: &str) -> StoreResult<bool> {
+        self.inner.contains(key)
+    }
+    fn list_values(&mut self, options: &ListOptions) -> StoreResult<Vec<(String, Stored)>> {
+        self.inner.list_values(options)
+    }
+    fn list_visit(&mut self, options: &ListOptions, visit: &mut dyn FnMut(String, Stored) -> StoreResult<bool>) -> StoreResult<()> {
+        self.inner.list_visit(options, visit)
+    }
+}
+
+/// [`claim`], taking at most `limit` messages (the shell's per-invocation budget), and
+/// skipping the lists that `memo` answers (updating it from those it makes). `store` must
+/// be a [`MemoWatch`] over the same memo when anything else writes the instance's storage.
 pub fn claim_at_most(
     store: &mut dyn Store,
     now: i64,
@@ -51,10 +122,17 @@ pub fn claim_at_most(
     alarm: &mut Alarm,
     is_live: &dyn Fn(&str) -> bool,
     limit: usize,
+    memo: &mut ClaimMemo,
 ) -> Result<Vec<Claimed>, RpcError> {
     let max_inflight = config.max_inflight()? as usize;
-    let fences = compact_fences(store, now)?;
-    if fences.more || convert_legacy_claims(store)? {
+    let fences = compact_fences(store, now, &mut memo.fence_first)?;
+    if fences.more {
+        alarm.set(now.saturating_add(MIN_ALARM_DELAY_MS));
+        return Ok(Vec::new());
+    }
+    let legacy = if memo.legacy_empty { Legacy { more: false, none: true } } else { convert_legacy_claims(store)? };
+    memo.legacy_empty = legacy.none;
+    if legacy.more {
         alarm.set(now.saturating_add(MIN_ALARM_DELAY_MS));
         return Ok(Vec::new());
     }
@@ -146,11 +224,26 @@ struct FenceScan {
 /// Step 1: compact up to [`PAGE`] due fence-compaction entries (delete the entry, and the
 /// fence when its `compactAt` is the entry's). Usually none is due, which the first entry
 /// shows (and its time is the next fence wake-up); only then are the due ones listed.
-fn compact_fences(store: &mut dyn Store, now: i64) -> Result<FenceScan, RpcError> {
+///
+/// `known` is the first entry's key when a previous claim saw it (and no write under the
+/// prefix has happened since): then it is not listed again. Updated to what this claim
+/// leaves: the first key when nothing was due, unknown after a compaction.
+fn compact_fences(store: &mut dyn Store, now: i64, known: &mut Option<Option<String>>) -> Result<FenceScan, RpcError> {
     let end = format!("{FENCE_GC_PREFIX}{}", pad(now.saturating_add(1)));
-    match store.list(&ListOptions::prefix(FENCE_GC_PREFIX).limit(1))?.first() {
-        None => return Ok(FenceScan { more: false, next: Some(None) }),
-        Some((key, _)) if *key >= end => return Ok(FenceScan { more: false, next: Some(Some(key_time(FENCE_GC_PREFIX, key))) }),
+    let first = match known.take() {
+        Some(first) => first,
+        None => store.list_keys(&ListOptions::prefix(FENCE_GC_PREFIX).limit(1))?.into_iter().next(),
+    };
+    match first {
+        None => {
+            *known = Some(None);
+            return Ok(FenceScan { more: false, next: Some(None) });
+        }
+        Some(key) if key >= end => {
+            let next = key_time(FENCE_GC_PREFIX, &key);
+            *known = Some(Some(key));
+            return Ok(FenceScan { more: false, next: Some(Some(next)) });
+        }
         Some(_) => {}
     }
     let due = store.list(&ListOptions::prefix(FENCE_GC_PREFIX).end(end).limit(PAGE + 1))?;
@@ -168,11 +261,19 @@ fn compact_fences(store: &mut dyn Store, now: i64) -> Result<FenceScan, RpcError
     Ok(FenceScan { more: due.len() > PAGE, next: None })
 }
 
+/// What [`convert_legacy_claims`] saw.
+#[derive(Debug)]
+struct Legacy {
+    /// More remain than one pass converts.
+    more: bool,
+    /// There were none.
+    none: bool,
+}
+
 /// Step 2: convert up to [`PAGE`] 0.3 claims `inflight:<id>` = deadline into
 /// `inflight-deadline:<pad(deadline)>:<id>` (and their run references), so messages
-/// claimed before the upgrade are recovered like any other claim. Returns whether more
-/// remain.
-fn convert_legacy_claims(store: &mut dyn Store) -> Result<bool, RpcError> {
+/// claimed before the upgrade are recovered like any other claim.
+fn convert_legacy_claims(store: &mut dyn Store) -> Result<Legacy, RpcError> {
     let legacy = store.list(&ListOptions::prefix(LEGACY_INFLIGHT_PREFIX).limit(PAGE + 1))?;
     for (key, text) in legacy.iter().take(PAGE) {
         store.delete(key)?;
@@ -184,7 +285,7 @@ fn convert_legacy_claims(store: &mut dyn Store) -> Result<bool, RpcError> {
         put_value(store, &lease, &Value::str(message_id))?;
         put_run_reference(store, &row, Slot::Inflight(&lease))?;
     }
-    Ok(legacy.len() > PAGE)
+    Ok(Legacy { more: legacy.len() > PAGE, none: legacy.is_empty() })
 }
 
 /// The body of a delivery: `row.body` as `fetch` would send it.

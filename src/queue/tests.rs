@@ -694,10 +694,12 @@ fn claim_budget_limits_a_pass() {
     let config = sim.config.clone();
     let now = sim.now;
     let mut alarm = Alarm::unknown();
-    let rows = sim.store.transaction(|s| delivery::claim_at_most(s, now, &config, &mut alarm, &|_| true, 3)).unwrap();
+    let rows =
+        sim.store.transaction(|s| delivery::claim_at_most(s, now, &config, &mut alarm, &|_| true, 3, &mut Default::default())).unwrap();
     assert_eq!(rows.len(), 3);
     assert_eq!(alarm.get(), Some(now + 1)); // the fourth is still due
-    let rows = sim.store.transaction(|s| delivery::claim_at_most(s, now, &config, &mut alarm, &|_| true, 0)).unwrap();
+    let rows =
+        sim.store.transaction(|s| delivery::claim_at_most(s, now, &config, &mut alarm, &|_| true, 0, &mut Default::default())).unwrap();
     assert!(rows.is_empty());
     assert_eq!(sim.stats().0, 1.0);
 }

@@ -6,7 +6,7 @@
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 
-use super::delivery::{claim, classify, drop_expired, settle, Claimed, Outcome, Rearm, Settled};
+use super::delivery::{claim, claim_at_most, classify, drop_expired, settle, ClaimMemo, Claimed, MemoWatch, Outcome, Rearm, Settled};
 use super::driver::{self, LifecycleCache, QueueHost};
 use super::state::{self, Lifecycle, FENCE_COMPACTION_GRACE_MS};
 use super::*;
@@ -71,6 +71,9 @@ struct Sim {
     config: Config,
     runs: Runs,
     cache: LifecycleCache,
+    /// As the shell keeps it (`Sim::with_memo`): every store goes through a [`MemoWatch`]
+    /// and claims skip what the memo knows. `None`: the core alone, listing everything.
+    memo: Option<RefCell<ClaimMemo>>,
 }
 
 fn request(id: &str, run: Option<&str>) -> Value {
@@ -118,6 +121,20 @@ impl Sim {
             config: Config::default(),
             runs: Runs::default(),
             cache: LifecycleCache::default(),
+            memo: None,
+        }
+    }
+
+    fn with_memo() -> Sim {
+        Sim { memo: Some(RefCell::new(ClaimMemo::default())), ..Sim::new() }
+    }
+
+    /// One transaction on the store, through the memo's watch when there is one.
+    fn tx<T>(&mut self, mut f: impl FnMut(&mut dyn Store) -> Result<T, RpcError>) -> Result<T, RpcError> {
+        let Sim { store, memo, .. } = self;
+        match memo {
+            Some(memo) => store.transaction(|s| f(&mut MemoWatch::new(s, memo))),
+            None => store.transaction(f),
         }
     }
 
@@ -137,7 +154,7 @@ impl Sim {
         let lifecycle = block_on(driver::ask(&self.runs, &self.cache, &runs))?;
         let mut alarm = Alarm::new(self.alarm);
         let ctx = Ctx { now: self.now, name: "q:0", config: &config };
-        let r = self.store.transaction(|s| call_checked(s, &ctx, &mut alarm, method, Args(&args), &lifecycle));
+        let r = self.tx(|s| call_checked(s, &ctx, &mut alarm, method, Args(&args), &lifecycle));
         if r.is_ok() {
             self.apply(alarm.change());
         }
@@ -151,7 +168,18 @@ impl Sim {
     fn claim(&mut self, live: &dyn Fn(&str) -> bool) -> Result<Vec<Claimed>, RpcError> {
         let mut alarm = Alarm::unknown();
         let (now, config) = (self.now, self.config.clone());
-        let r = self.store.transaction(|s| claim(s, now, &config, &mut alarm, live));
+        let r = match &self.memo {
+            None => self.store.transaction(|s| claim(s, now, &config, &mut alarm, live)),
+            Some(cell) => {
+                let mut memo = cell.borrow().clone();
+                let Sim { store, memo: watched, .. } = self;
+                let watched = watched.as_ref().expect("a memo");
+                let r = store
+                    .transaction(|s| claim_at_most(&mut MemoWatch::new(s, watched), now, &config, &mut alarm, live, usize::MAX, &mut memo));
+                *watched.borrow_mut() = memo;
+                r
+            }
+        };
         if r.is_ok() {
             self.apply(alarm.change());
         }
@@ -166,12 +194,12 @@ impl Sim {
         let now = self.now;
         let mut alarm = Alarm::unknown();
         let settled = if claimed.row.run_id().is_some_and(|r| before.reports_expired(&r)) {
-            self.store.transaction(|s| drop_expired(s, now, claimed, Rearm::Exact, &mut alarm)).unwrap()
+            self.tx(|s| drop_expired(s, now, claimed, Rearm::Exact, &mut alarm)).unwrap()
         } else {
             let action = classify(&outcome.expect("an answer"));
             let lifecycle = block_on(driver::check_row(&self.runs, &self.cache, &claimed.row)).unwrap();
             let config = self.config.clone();
-            self.store.transaction(|s| settle(s, now, &config, claimed, &action, &lifecycle, Rearm::Exact, &mut alarm)).unwrap()
+            self.tx(|s| settle(s, now, &config, claimed, &action, &lifecycle, Rearm::Exact, &mut alarm)).unwrap()
         };
         self.apply(alarm.change());
         settled
@@ -737,4 +765,99 @@ fn a_revocation_overtaking_the_grant_wins() {
     let host = Racing { cache: &cache };
     assert!(!block_on(driver::run_is_expired(&host, &cache, "wrun_r")).unwrap());
     assert!(!cache.leased("wrun_r", T0), "the overtaken grant was dropped");
+}
+
+// ---- the claims' memo ----------------------------------------------------------------
+
+/// A small deterministic generator (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n
+    }
+}
+
+/// The shell's claims remember the fence-compaction and 0.3 claim families between them
+/// (`ClaimMemo`, every write watched by `MemoWatch`): over random sequences of enqueues,
+/// expiries and their acknowledgements, clock steps past the fences' grace, claims,
+/// deliveries and restarts, a queue with the memo answers, stores and arms exactly what the
+/// core alone does, and most of its claims start knowing both families.
+#[test]
+fn claims_with_the_memo_are_the_claims_without_it() {
+    const RUNS: [&str; 3] = ["wrun_a", "wrun_b", "wrun_c"];
+    let (mut claims, mut known) = (0, 0);
+    for seed in 1..=150u64 {
+        let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let (mut plain, mut memo) = (Sim::new(), Sim::with_memo());
+        // Now and then more than one conversion page (128) of them.
+        let legacy = if seed % 10 == 0 { 130 } else { rng.below(3) };
+        for sim in [&mut plain, &mut memo] {
+            for run in RUNS {
+                sim.runs.set(run, "active");
+            }
+            // Pre-upgrade data: 0.3 claims (nothing writes them any more).
+            for i in 0..legacy {
+                legacy_claim(sim, &format!("old{i}"), RUNS[i as usize % 3], T0 + 40_000 * (i % 3) as i64);
+            }
+        }
+        for step in 0..120 {
+            let op = rng.below(11);
+            let outcomes: Vec<u64> = (0..8).map(|_| rng.below(3)).collect();
+            let (id, run, delay) = (format!("m{}", rng.below(8)), RUNS[rng.below(3) as usize], [0.0, 0.0, 1.0, 5.0][rng.below(4) as usize]);
+            let advance = [1, 1000, 30_000, FENCE_COMPACTION_GRACE_MS + 1][rng.below(4) as usize];
+            let mut answers = Vec::new();
+            for sim in [&mut plain, &mut memo] {
+                let answer = match op {
+                    0..=3 => format!("{:?}", sim.rpc("enqueue", vec![delayed(request(&id, Some(run)), delay)])),
+                    4 => {
+                        let expired = sim.rpc("expireRun", vec![Value::str(run), Value::num(1.0), no_options()]);
+                        let receipt = expired.as_ref().ok().and_then(|v| v.get("receipt")).cloned();
+                        let acked = receipt.map(|r| sim.rpc("acknowledgeExpireRun", vec![Value::str(run), r]));
+                        format!("{expired:?} {acked:?}")
+                    }
+                    5 => {
+                        sim.now += advance;
+                        String::new()
+                    }
+                    6..=8 => {
+                        sim.now = sim.now.max(sim.alarm.unwrap_or(sim.now));
+                        if let Some(memo) = &sim.memo {
+                            let m = memo.borrow();
+                            claims += 1;
+                            known += usize::from(m.legacy_empty && m.fence_first.is_some());
+                        }
+                        let claimed = sim.claim(&|_| true);
+                        let settled: Vec<String> = claimed
+                            .iter()
+                            .flatten()
+                            .zip(&outcomes)
+                            .map(|(c, o)| {
+                                let outcome = [
+                                    ok200(),
+                                    Some(Outcome::Response { status: 503, body: None }),
+                                    Some(Outcome::Response { status: 500, body: None }),
+                                ];
+                                format!("{:?}", sim.deliver(c, outcome[*o as usize].clone()))
+                            })
+                            .collect();
+                        format!("{claimed:?} {settled:?}")
+                    }
+                    9 => {
+                        if let Some(m) = &sim.memo {
+                            *m.borrow_mut() = ClaimMemo::default();
+                        }
+                        String::new()
+                    }
+                    _ => format!("{:?}", sim.rpc("stats", vec![])),
+                };
+                answers.push((answer, sim.alarm, sim.store.data.clone()));
+            }
+            assert_eq!(answers[0], answers[1], "seed {seed}, step {step}, op {op}");
+        }
+    }
+    assert!(known * 2 > claims, "the memo answered {known} of {claims} claims");
 }

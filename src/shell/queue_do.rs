@@ -43,7 +43,8 @@ use crate::config::Config;
 use crate::hop::{Args, Ctx};
 use crate::leases::HolderName;
 use crate::queue::delivery::{
-    build_request, claim_at_most, classify, drop_expired, needs_body, settle, Action, Body, Claimed, OutboundRequest, Outcome, Rearm,
+    build_request, claim_at_most, classify, drop_expired, needs_body, settle, Action, Body, ClaimMemo, Claimed, MemoWatch, OutboundRequest,
+    Outcome, Rearm,
 };
 use crate::queue::driver::{
     self, LifecycleCache, QueueHost, HELD_METHOD, LEASE_METHOD, LIFECYCLE_METHOD, MISSING_RUNS_BINDING, REVOKE_METHOD,
@@ -167,6 +168,9 @@ pub struct QueueObject {
     durable: Cell<Option<Option<i64>>>,
     /// Whether this instance checked for in-flight entries left by a previous one.
     recovered: Cell<bool>,
+    /// What the claims know of the fence-compaction and 0.3 claim families (every store
+    /// handed to a core is a [`MemoWatch`] over it).
+    memo: RefCell<ClaimMemo>,
 }
 
 fn log_error(what: &str, e: &RpcError) {
@@ -308,7 +312,7 @@ impl QueueObject {
         lifecycle: Option<&Lifecycle>,
     ) -> std::result::Result<std::result::Result<Option<Value>, RpcError>, Fallback> {
         let ctx = Ctx { now: now_ms(), name, config: &self.config };
-        let core = |store: &mut dyn Store| {
+        let mut core = |store: &mut dyn Store| {
             let known;
             let lifecycle = match lifecycle {
                 Some(l) => l,
@@ -324,9 +328,11 @@ impl QueueObject {
             };
             queue::call_checked(store, &ctx, alarm, method, Args(args), lifecycle).map(Some)
         };
+        let memo = &self.memo;
+        let watched = move |store: &mut dyn Store| core(&mut MemoWatch::new(store, memo));
         let outcome = match writes {
-            Some(writes) => run_sync(&self.storage, writes, core),
-            None => Ok(in_transaction(&self.storage, core)),
+            Some(writes) => run_sync(&self.storage, writes, watched),
+            None => Ok(in_transaction(&self.storage, watched)),
         };
         let kicks = matches!(method, "enqueue" | "redriveDeadLetter" | "rearmAlarm" | "expireRun" | "acknowledgeExpireRun");
         if self.looping.get() && matches!(outcome, Ok(Ok(Some(_)))) && kicks {
@@ -392,7 +398,13 @@ impl QueueObject {
         let storage = &self.storage;
         let mut alarm = Alarm::unknown();
         let now = now_ms();
-        let claims = match in_transaction(storage, |s| claim_at_most(s, now, cfg, &mut alarm, &|lease| self.is_live(lease), limit)) {
+        let mut memo = self.memo.borrow().clone();
+        let claimed = in_transaction(storage, |s| {
+            claim_at_most(&mut MemoWatch::new(s, &self.memo), now, cfg, &mut alarm, &|lease| self.is_live(lease), limit, &mut memo)
+        });
+        // What the claim listed holds even when it rolled back (see `ClaimMemo`).
+        *self.memo.borrow_mut() = memo;
+        let claims = match claimed {
             Ok(c) => c,
             Err(e) => {
                 let mut retry = Alarm::unknown();
@@ -423,7 +435,9 @@ impl QueueObject {
         let before = self.check_row(&claimed.row).await;
         if claimed.row.run_id().is_some_and(|r| before.reports_expired(&r)) {
             let mut alarm = self.held_alarm();
-            match in_transaction(storage, |s| drop_expired(s, now_ms(), &claimed, Rearm::Earlier, &mut alarm)) {
+            match in_transaction(storage, |s| {
+                drop_expired(&mut MemoWatch::new(s, &self.memo), now_ms(), &claimed, Rearm::Earlier, &mut alarm)
+            }) {
                 Ok(_) => {
                     if let Err(e) = self.apply_loop_alarm(&alarm, false).await {
                         log_error("alarm after an expired drop", &e);
@@ -442,7 +456,10 @@ impl QueueObject {
         let now = now_ms();
         // Only a retry moves the alarm (earlier); the loop's next claim computes it exactly.
         let mut alarm = self.held_alarm();
-        match in_transaction(storage, |s| settle(s, now, &cfg, &claimed, &action, &lifecycle, Rearm::Earlier, &mut alarm)) {
+        let settled = in_transaction(storage, |s| {
+            settle(&mut MemoWatch::new(s, &self.memo), now, &cfg, &claimed, &action, &lifecycle, Rearm::Earlier, &mut alarm)
+        });
+        match settled {
             Ok(_) => {
                 if let Err(e) = self.apply_loop_alarm(&alarm, false).await {
                     log_error("alarm after delivery", &e);
@@ -593,6 +610,7 @@ impl QueueObject {
             planned: Cell::new(None),
             durable: Cell::new(None),
             recovered: Cell::new(false),
+            memo: RefCell::new(ClaimMemo::default()),
         }
     }
 
