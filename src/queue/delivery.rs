@@ -178,12 +178,23 @@ pub fn claim_at_most(
         let timeout = config.delivery_timeout_ms()?;
         let room = (max_inflight - active).min(limit);
         let end = format!("{DUE_PREFIX}{}", pad(now.saturating_add(1)));
-        let due = store.list(&ListOptions::prefix(DUE_PREFIX).end(end).limit(room))?;
-        // Room left: every due entry was taken, so the first `due:` key left is a later
-        // one (still to be listed). No room left: more may be due; wake at once.
-        if due.len() == room {
-            hints.due = Some(Some(now));
-        }
+        // One listing for both: the due entries (at most `room`), and the first entry left
+        // after them, whose time is the next `due:` wake-up (`none` when the listing runs
+        // out first). The cursor loads each value as it is visited, so later messages cost
+        // one more entry, not a page.
+        let mut due = Vec::new();
+        let mut next = None;
+        store.list_visit(&ListOptions::prefix(DUE_PREFIX).limit(room.saturating_add(1)), &mut |key, value| {
+            if due.len() < room && key < end {
+                let text = value.into_text(&key)?;
+                due.push((key, text));
+                Ok(true)
+            } else {
+                next = Some(due_time(&key));
+                Ok(false)
+            }
+        })?;
+        hints.due = Some(next);
         let deadline = clamp_time(now as f64 + timeout as f64 + INFLIGHT_GRACE_MS as f64);
         for (key, text) in due {
             store.delete(&key)?;

@@ -303,7 +303,7 @@ pub fn release_claim(store: &mut dyn Store, idempotency_key: Option<&Value>, mes
 // ---- alarm arithmetic (§6) ---------------------------------------------------------
 
 /// The 13 digits after `due:` as epoch ms (parseInt of the slice).
-fn due_time(key: &str) -> i64 {
+pub fn due_time(key: &str) -> i64 {
     let digits: String = key.get(DUE_PREFIX.len()..).unwrap_or("").chars().take(13).take_while(char::is_ascii_digit).collect();
     digits.parse::<i64>().unwrap_or(0)
 }
