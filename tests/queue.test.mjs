@@ -120,6 +120,26 @@ test("queue: always failing with QUEUE_MAX_ATTEMPTS=2 → dead letter, listed, r
   });
 });
 
+test("queue: a 1.2 MB message is retried and dead-lettered intact", { timeout: 60_000 }, async () => {
+  // Its enqueue is over the buffered writes' bound (src/store/buffered.rs) and runs again
+  // inside a transaction; the retry rewrites its row and the dead letter writes it again.
+  const policy = () => ({ status: 500, body: '{"error":"boom"}' });
+  await withWorld({ QUEUE_MAX_ATTEMPTS: "2" }, policy, async ({ target, q }) => {
+    const body = JSON.stringify({ id: "msg_big", pad: "y".repeat(1_200_000) });
+    const out = await q("q:0", "enqueue", [enqueueRequest("msg_big", target.url, { body })]);
+    assert.equal(out.ok, true, JSON.stringify(out));
+    assert.ok(await target.waitUntil(() => target.deliveries.filter((d) => d.id === "msg_big").length >= 2, 20_000));
+    await sleep(300);
+    const seen = target.deliveries.filter((d) => d.id === "msg_big");
+    assert.deepEqual(seen.map((d) => [d.attempt, d.body.length]), [["1", body.length], ["2", body.length]]);
+    assert.deepEqual(await q("q:0", "stats"), { pending: 0, inflight: 0, deadLetters: 1, alarmAt: null });
+    const dead = (await q("q:0", "listDeadLetters", [])).data[0];
+    assert.equal(dead.messageId, "msg_big");
+    assert.equal(dead.attempt, 2);
+    assert.equal(dead.body.length, body.length);
+  });
+});
+
 test("queue: 503 with numeric timeoutSeconds redelivers later without consuming an attempt", { timeout: 30_000 }, async () => {
   const policy = (d) =>
     d.n === 1 && d.attempt === "1" ? { status: 503, body: '{"timeoutSeconds":1}', headers: { "retry-after": "30" } } : { status: 200 };
