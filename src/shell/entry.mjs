@@ -245,10 +245,15 @@ class RustObject extends DurableObject {
     return reply;
   }
 
-  /** The methods whose calls start from the current alarm (the Rust class's `alarmReaders`), read once per class. */
+  /**
+   * The methods whose calls start from the current alarm (the Rust class's `alarmReaders`),
+   * read once per class: the first read defines them as the class's own data property,
+   * which every later read finds before this getter.
+   */
   static get alarmReaders() {
-    if (!Object.hasOwn(this, "alarmReaderMethods")) this.alarmReaderMethods = new Set(this.Rust.alarmReaders?.().split(",") ?? []);
-    return this.alarmReaderMethods;
+    const methods = new Set(this.Rust.alarmReaders?.().split(",") ?? []);
+    Object.defineProperty(this, "alarmReaders", { value: methods });
+    return methods;
   }
 
   /** For the methods that start from it: (a promise of) the current alarm, `-1` when none is set; else `NaN`. */
