@@ -38,7 +38,7 @@ use super::alarm::apply_alarm;
 use super::call::call_env;
 use super::env::config;
 use super::kv::{in_transaction, read_only, run_sync, ObjectStorage, Writes};
-use super::serve::{alarm_slot, args_or_refusal, fallback_reply, go_async, lease_holder_reply, now_ms, result_reply};
+use super::serve::{alarm_slot, args_or_refusal, class_alarm, fallback_reply, go_async, lease_holder_reply, now_ms, result_reply};
 use crate::config::Config;
 use crate::hop::{Args, Ctx};
 use crate::leases::HolderName;
@@ -631,15 +631,15 @@ impl QueueObject {
             return reply;
         }
         self.name.learn(name);
-        if !self.recovered.get() || (queue::reads_alarm(method) && current.is_nan()) {
+        let current = class_alarm(current);
+        if !self.recovered.get() || (queue::reads_alarm(method) && current.is_none()) {
             return go_async();
         }
         let args = match args_or_refusal(body) {
             Ok(a) => a,
             Err(refusal) => return refusal,
         };
-        let current = (current >= 0.0).then_some(current as i64);
-        let mut alarm = Self::starting_alarm(method, current);
+        let mut alarm = Self::starting_alarm(method, current.flatten());
         let writes = Writes::of(method, &queue::READ_ONLY, direct);
         let result = match self.transact(method, name, &args, &mut alarm, Some(writes), None) {
             Ok(Ok(Some(v))) => Ok(v),

@@ -46,6 +46,16 @@ pub fn alarm_slot(change: Option<AlarmChange>) -> f64 {
     }
 }
 
+/// The alarm the class read before a call (`rpcCall`'s `current`: epoch ms, `-1` when none
+/// is set, `NaN` when it was not read): `None` when not read, else what storage holds.
+pub fn class_alarm(current: f64) -> Option<Option<i64>> {
+    if current.is_nan() {
+        None
+    } else {
+        Some((current >= 0.0).then_some(current as i64))
+    }
+}
+
 /// A reply `[status, body, alarm]`.
 pub fn reply(status: u16, body: &[u8], alarm: f64) -> Array {
     Array::of3(&JsValue::from(status), &Uint8Array::from(body), &JsValue::from_f64(alarm))

@@ -23,7 +23,7 @@ use super::alarm::apply_alarm;
 use super::call::call_env;
 use super::env::config;
 use super::kv::{in_transaction, ObjectStorage};
-use super::serve::{args_or_refusal, go_async, lease_holder_reply, now_ms, result_reply, serve_args, serve_sync};
+use super::serve::{args_or_refusal, class_alarm, go_async, lease_holder_reply, now_ms, result_reply, serve_args, serve_sync};
 use crate::catalog::lease::{self, Plan, UPSERT_RUN_KEY};
 use crate::catalog::records::text;
 use crate::config::Config;
@@ -147,15 +147,12 @@ impl CatalogObject {
         if !crate::catalog::reads_alarm(method) {
             return serve_sync(&self.storage, &CATALOG_READ_ONLY, &self.config, method, name, body, direct, crate::catalog::call);
         }
-        if current.is_nan() {
-            return go_async();
-        }
+        let Some(current) = class_alarm(current) else { return go_async() };
         let args = match args_or_refusal(body) {
             Ok(a) => a,
             Err(refusal) => return refusal,
         };
-        let alarm = Alarm::new((current >= 0.0).then_some(current as i64));
-        serve_args(&self.storage, &CATALOG_READ_ONLY, &self.config, method, name, &args, direct, alarm, crate::catalog::call)
+        serve_args(&self.storage, &CATALOG_READ_ONLY, &self.config, method, name, &args, direct, Alarm::new(current), crate::catalog::call)
     }
 
     /// The methods whose current alarm the class reads before `rpcCall`, comma-separated.
@@ -247,9 +244,10 @@ impl HookShard {
     /// alarm, `-1` none set, `NaN` not read).
     fn rpc_call(&self, method: &str, name: &str, body: &[u8], direct: bool, current: f64) -> Array {
         let family = self.family;
+        let current = class_alarm(current);
         let reads_alarm = crate::hook_shard::reads_alarm(method);
         let checked = hook_driver::is_lifecycle_checked(family, method);
-        if (reads_alarm && current.is_nan()) || (checked && method != LEGACY_PUBLISH) {
+        if (reads_alarm && current.is_none()) || (checked && method != LEGACY_PUBLISH) {
             return go_async();
         }
         let args = match args_or_refusal(body) {
@@ -275,7 +273,10 @@ impl HookShard {
                 },
             );
         }
-        let alarm = if reads_alarm { Alarm::new((current >= 0.0).then_some(current as i64)) } else { Alarm::unknown() };
+        let alarm = match current {
+            Some(current) if reads_alarm => Alarm::new(current),
+            _ => Alarm::unknown(),
+        };
         serve_args(&self.storage, &[], &self.config, method, name, &args, direct, alarm, |store, ctx, alarm, m, args| {
             crate::hook_shard::call(store, family, ctx.now, alarm, m, args)
         })
