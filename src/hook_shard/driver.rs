@@ -98,14 +98,20 @@ pub fn passed_status(visibility: Visibility, args: Args<'_>) -> Option<&Value> {
     args.raw(4).filter(|s| visibility == Visibility::NotEnded && matches!(s, Value::String(_)))
 }
 
-/// `legacyPublish` with the status the facade passed ([`passed_status`]) as one
-/// synchronous call: the same decision and storage work as [`publish`], with no ask.
-/// `None` when the call carries no status (it must ask: [`publish`]).
-pub fn legacy_publish_with_status(store: &mut dyn Store, family: Family, now: i64, args: Args<'_>) -> Option<Result<Value, RpcError>> {
-    let status = passed_status(Visibility::NotEnded, args)?;
+/// `legacyPublish` with the `status` the facade passed (its [`passed_status`]) as one
+/// synchronous call: the same decision and storage work as [`publish`], with no ask. A
+/// call that carries no status must ask: the shell sends it to [`publish`].
+pub fn legacy_publish_with_status(
+    store: &mut dyn Store,
+    family: Family,
+    now: i64,
+    status: &Value,
+    args: Args<'_>,
+) -> Result<Value, RpcError> {
     let active = visible(status, Visibility::NotEnded);
     let key = natural_key(args.raw(0));
-    Some(Owner::from_arg(args.raw(2)).and_then(|owner| publish_decided(store, family, Visibility::NotEnded, now, key, owner, active, args)))
+    let owner = Owner::from_arg(args.raw(2))?;
+    publish_decided(store, family, Visibility::NotEnded, now, key, owner, active, args)
 }
 
 /// The storage half of [`publish`], once the run's lifecycle is known: release the

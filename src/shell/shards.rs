@@ -255,9 +255,7 @@ impl HookShard {
             Err(refusal) => return refusal,
         };
         if checked {
-            if hook_driver::passed_status(Visibility::NotEnded, Args(&args)).is_none() {
-                return go_async();
-            }
+            let Some(status) = hook_driver::passed_status(Visibility::NotEnded, Args(&args)) else { return go_async() };
             return serve_args(
                 &self.storage,
                 &[],
@@ -267,10 +265,7 @@ impl HookShard {
                 &args,
                 direct,
                 Alarm::unknown(),
-                |store, ctx, _, _, args| {
-                    hook_driver::legacy_publish_with_status(store, family, ctx.now, args)
-                        .unwrap_or_else(|| Err(RpcError::error("legacyPublish: no lifecycle status")))
-                },
+                |store, ctx, _, _, args| hook_driver::legacy_publish_with_status(store, family, ctx.now, status, args),
             );
         }
         let alarm = match current {
