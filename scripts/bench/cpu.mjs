@@ -34,7 +34,7 @@ import { fileURLToPath } from "node:url";
 import { SCRIPT_PATH, startWorker } from "../../tests/lib/harness.mjs";
 import { keepAliveAgent, makeRpc } from "../../tests/lib/rpc.mjs";
 import { enqueueRequest, startQueueTarget } from "../../tests/lib/queue-target.mjs";
-import { ms13, worldClient } from "../../tests/lib/world-client.mjs";
+import { ms13, sharedCodec, worldClient } from "../../tests/lib/world-client.mjs";
 import { worldClient040 } from "../../tests/lib/world-client-040.mjs";
 import { CLK_TCK, cpuDelta, findWorkerd, sampleCpu, workerdPids } from "./proc.mjs";
 import { pairedRatio, percentile } from "./stats.mjs";
@@ -366,7 +366,66 @@ export const CPU_WORKLOADS = {
       };
     },
   },
+  hookFinalize040: {
+    about: "0.4 client hook publication: /v1/index/hooks/reserve then /v1/index/hooks/finalize of a fresh hook of a live run (one run per lane), as the client sends them around a hook_created",
+    ops: 2000,
+    lane: (ctx, lane, phase) => {
+      const runId = `wrun_bench_hf_${ctx.tag}_${phase}_${lane}`;
+      let created;
+      return async (k) => {
+        created ??= createEvent040(ctx, runId, laneEvent(0));
+        await created;
+        const hook = { runId, hookId: `hook_${runId}_${k}`, token: `tok_${runId}_${k}`, ownerId: "bench", projectId: "bench", environment: "bench", createdAt: new Date(), specVersion: 6 };
+        const owner = { runId, hookId: hook.hookId };
+        const admission = await ctx.client040.idx("hooks", "reserve", [hook.token, owner]);
+        expect(admission?.admitted === true, `hooks/reserve ${hook.token}`, admission);
+        const out = await ctx.client040.idx("hooks", "finalize", [hook.token, hook.hookId, sharedCodec(hook), owner, admission.reservation]);
+        expect(out === null, `hooks/finalize ${hook.token}`, out);
+        ctx.requests += 2;
+      };
+    },
+  },
+  run040: {
+    about: "a workflow run with no steps, as the 0.4 client writes it: createEvent of run_created, run_started, run_completed (each applyEvent, then runs/commit); one run per operation",
+    ops: 400,
+    warm: 40,
+    lane: (ctx, lane, phase) => {
+      const events = [laneEvent(0), laneEvent(1), { eventType: "run_completed", specVersion: 6, eventData: { output: STEP_INPUT } }];
+      return async (k) => {
+        const runId = `wrun_bench_r4_${ctx.tag}_${phase}_${lane}_${k}`;
+        for (const data of events) await createEvent040(ctx, runId, data);
+      };
+    },
+  },
+  runHook040: {
+    about: "a workflow run that creates one hook and completes, as the 0.4 client writes it: createEvent of run_created, run_started, hook_created (hooks/reserve, applyEvent, hooks/finalize), run_completed (applyEvent, runs/commit); one run per operation",
+    ops: 300,
+    warm: 30,
+    lane: (ctx, lane, phase) => {
+      return async (k) => {
+        const runId = `wrun_bench_h4_${ctx.tag}_${phase}_${lane}_${k}`;
+        const hook = { eventType: "hook_created", specVersion: 6, correlationId: `hook_${runId}`, eventData: { token: `tok_${runId}` } };
+        const completed = { eventType: "run_completed", specVersion: 6, eventData: { output: STEP_INPUT } };
+        for (const data of [laneEvent(0), laneEvent(1), hook, completed]) {
+          const out = await createEvent040(ctx, runId, data);
+          expect(data !== hook || out.hook?.hookId === hook.correlationId, `hook_created on ${runId}`, out);
+        }
+      };
+    },
+  },
 };
+
+/**
+ * One event through the 0.4 client, which sends its own requests: counted here from what
+ * it sent (client.md §3): the reservation and the finalize of a hook, the applyEvent, the
+ * run's commit when the outcome carries the run, one release for released hooks.
+ */
+async function createEvent040(ctx, runId, data) {
+  const out = await ctx.client040.createEvent(runId, data);
+  ctx.requests += 1 + (out?.run ? 1 : 0) + (data.eventType === "hook_created" ? 2 : 0) + (out?.releasedHooks?.length ? 1 : 0);
+  expect(out?.ok === true, `0.4 ${data.eventType} on ${runId}`, out);
+  return out;
+}
 
 /** One enqueue lane: 256 B delayed messages naming `runId` (created first when `create`). */
 function enqueueLane(ctx, runId, phase, lane, create) {

@@ -23,6 +23,7 @@ use crate::facade::driver::FacadeHost;
 use crate::facade::hooks::ShardCall;
 use crate::facade::list::{merge, plan_runs_list};
 use crate::facade::Target;
+use crate::hook_shard::records::Owner;
 use crate::lifecycle::pad13;
 use crate::shard;
 use crate::wire::{js, RpcError, Value};
@@ -269,10 +270,27 @@ pub async fn call<H: FacadeHost>(host: &H, op: IndexOp, args: &[Value], claim_id
         IndexOp::HooksReserve => reserve(host, a(0), a(1), claim_id).await,
         IndexOp::HooksFinalize => {
             let (token, hook_id, serialized, owner, reservation) = (a(0), a(1), a(2), a(3), a(4));
+            // One lifecycle read for both shards, passed as the publications' fifth argument
+            // (hook_shard::driver::publish), where each of the reference's shards asks the
+            // run DO itself. The run may end between this read and the token shard's
+            // transaction, as it may between a shard's own ask and its transaction, and now
+            // also before the hook-id shard's: its publication then finds the claim the
+            // terminal cleanup released and throws `no active reservation`, or (before that
+            // cleanup) publishes a hook that the run's ended status hides from `get` and
+            // that the cleanup's marker page releases. An owner without string `runId` and
+            // `hookId` is not read for: the shard refuses it before it would ask.
+            let status = match Owner::from_arg(owner) {
+                Ok(o) => Some(host.lifecycle_status(&o.run_id).await?),
+                Err(_) => None,
+            };
+            let with_status = |mut args: Vec<Value>| {
+                args.extend(status.clone());
+                args
+            };
             let finalize = ShardCall {
                 target: token_target(token),
                 method: "finalize",
-                args: vec![arg(token), arg(serialized), arg(owner), arg(js::optional_member(reservation, "tokenClaimId"))],
+                args: with_status(vec![arg(token), arg(serialized), arg(owner), arg(js::optional_member(reservation, "tokenClaimId"))]),
             };
             let stored = shard_call(host, finalize).await?;
             if !js::truthy(stored.get("stored")) {
@@ -281,7 +299,7 @@ pub async fn call<H: FacadeHost>(host: &H, op: IndexOp, args: &[Value], claim_id
             let publish = ShardCall {
                 target: hook_id_target(hook_id),
                 method: "publish",
-                args: vec![arg(hook_id), arg(serialized), arg(owner), arg(js::optional_member(reservation, "hookIdClaimId"))],
+                args: with_status(vec![arg(hook_id), arg(serialized), arg(owner), arg(js::optional_member(reservation, "hookIdClaimId"))]),
             };
             shard_call(host, publish).await?;
             Ok(Value::Null)

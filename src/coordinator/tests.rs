@@ -205,7 +205,10 @@ fn reserve_finalize_and_read_back() {
 
     let serialized = s(&hook_json(&a, "tok"));
     let finalize = vec![s("tok"), s("hook_a"), serialized.clone(), a.to_value(), reservation.clone()];
+    f.world.run_calls.borrow_mut().clear();
     assert_eq!(op(&f, IndexOp::HooksFinalize, finalize), Ok(Value::Null));
+    // One lifecycle read for both shards (each of the reference's shards asks itself).
+    assert_eq!(*f.world.run_calls.borrow(), ["wrun_a.getLifecycleStatus"]);
     assert_eq!(f.world.get(Family::Token, "tok"), serialized);
     assert_eq!(f.world.get(Family::Id, "hook_a"), serialized);
     // Published: even the owner is now refused (the repair path keeps the hook-id claim).
@@ -237,9 +240,16 @@ fn finalize_without_a_reservation_and_for_an_ended_run() {
     assert_eq!(finalize(Value::Null), Err(RpcError::error("Hook token tok has no active reservation")));
     let reservation = op(&f, IndexOp::HooksReserve, vec![s("tok"), a.to_value()]).ok().and_then(|r| r.get("reservation").cloned());
     f.world.set_run("wrun_a", "terminal");
+    f.world.run_calls.borrow_mut().clear();
     assert_eq!(finalize(reservation.unwrap_or(Value::Null)), Ok(Value::Null), "a silent stored:false");
+    assert_eq!(*f.world.run_calls.borrow(), ["wrun_a.getLifecycleStatus"], "read once");
     assert_eq!(f.world.get(Family::Token, "tok"), Value::Null);
     assert!(f.world.keys(Family::Token, "tok").is_empty(), "and the claim released");
+    // An owner that is not {runId, hookId} strings is refused by the shard, unread for.
+    f.world.run_calls.borrow_mut().clear();
+    let bad = op(&f, IndexOp::HooksFinalize, vec![s("tok"), s("hook_a"), serialized.clone(), s("owner"), Value::Null]);
+    assert_eq!(bad, type_error("hook owner must be {runId, hookId} strings"));
+    assert!(f.world.run_calls.borrow().is_empty());
 }
 
 #[test]

@@ -75,43 +75,55 @@ pub async fn get<H: ShardHost>(host: &H, family: Family, visibility: Visibility,
 /// released and nothing is published; otherwise [`publish_step`] (for `legacyPublish`:
 /// [`legacy_publish_step`]) runs in one transaction ([`publish_decided`]).
 ///
-/// `legacyPublish` takes a fifth argument: the run's lifecycle status as the 0.3 facade
-/// has just read it (`finalizeHookIndexes` reads it once for both shards). When it is a
-/// string ([`passed_status`]), the shard judges by it instead of asking the run DO, and the
-/// shell serves the call synchronously ([`legacy_publish_with_status`]). Internal methods
-/// are not routable, so only our own facade can pass it; without it (the archive
-/// migration) the shard asks.
+/// Each takes a fifth argument: the run's lifecycle status as the caller has just read it
+/// (the 0.3 facade's `finalizeHookIndexes` and the 0.4 coordinator's `hooks.finalize` read
+/// it once for both shards). When it is a string ([`passed_status`]), the shard judges by
+/// it instead of asking the run DO, and the shell serves the call synchronously
+/// ([`publish_with_status`]). These methods are not routable (only `get` is), so only our
+/// own facade and coordinator can pass it; without it (the archive migration) the shard
+/// asks, as the reference's shard always does.
 pub async fn publish<H: ShardHost>(host: &H, family: Family, visibility: Visibility, args: Args<'_>) -> Result<Value, RpcError> {
     let key = natural_key(args.raw(0));
     let owner = Owner::from_arg(args.raw(2))?;
-    let active = match passed_status(visibility, args) {
+    let active = match passed_status(args) {
         Some(status) => visible(status, visibility),
         None => run_is_active(host, &owner.run_id, visibility).await?,
     };
     host.transact(|store, now, _| publish_decided(store, family, visibility, now, key, owner, active, args)).await
 }
 
-/// The lifecycle status a `legacyPublish` call carries (its fifth argument, a string), if
-/// any; `None` for the reference's `finalize`/`publish` ([`Visibility::Active`]), which
-/// always ask.
-pub fn passed_status(visibility: Visibility, args: Args<'_>) -> Option<&Value> {
-    args.raw(4).filter(|s| visibility == Visibility::NotEnded && matches!(s, Value::String(_)))
+/// The lifecycle status a publication carries (its fifth argument, a string), if any.
+pub fn passed_status(args: Args<'_>) -> Option<&Value> {
+    args.raw(4).filter(|s| matches!(s, Value::String(_)))
 }
 
-/// `legacyPublish` with the `status` the facade passed (its [`passed_status`]) as one
+/// A publication with the `status` its caller passed (its [`passed_status`]) as one
 /// synchronous call: the same decision and storage work as [`publish`], with no ask. A
 /// call that carries no status must ask: the shell sends it to [`publish`].
-pub fn legacy_publish_with_status(
+pub fn publish_with_status(
     store: &mut dyn Store,
     family: Family,
+    visibility: Visibility,
     now: i64,
     status: &Value,
     args: Args<'_>,
 ) -> Result<Value, RpcError> {
-    let active = visible(status, Visibility::NotEnded);
+    let active = visible(status, visibility);
     let key = natural_key(args.raw(0));
     let owner = Owner::from_arg(args.raw(2))?;
-    publish_decided(store, family, Visibility::NotEnded, now, key, owner, active, args)
+    publish_decided(store, family, visibility, now, key, owner, active, args)
+}
+
+/// The visibility rule of a publication method (`legacyPublish`: the 0.3 facade's; the
+/// reference's `finalize`/`publish`: active only), `None` for any other method.
+pub fn publication_visibility(family: Family, method: &str) -> Option<Visibility> {
+    if method == LEGACY_PUBLISH {
+        Some(Visibility::NotEnded)
+    } else if method == family.publish_method() {
+        Some(Visibility::Active)
+    } else {
+        None
+    }
 }
 
 /// The storage half of [`publish`], once the run's lifecycle is known: release the

@@ -434,43 +434,55 @@ fn legacy_publish_takes_the_callers_lifecycle_status() {
     }
 }
 
-/// The shell serves a `legacyPublish` that carries the facade's status synchronously
-/// (`driver::legacy_publish_with_status`, one buffered call): the same answer and the same
-/// storage as the driver's `publish`, for every status; without a status it declines
+/// The shell serves a publication that carries its caller's status synchronously
+/// (`driver::publish_with_status`, one buffered call): `legacyPublish` (the 0.3 facade's)
+/// and `finalize`/`publish` (the 0.4 coordinator's) give the same answer and the same
+/// storage as the driver's `publish` with that status, and as the driver's `publish` that
+/// asks the run DO for it, for every status; without a status the shell declines
 /// (`driver::passed_status` finds none: the call goes the asynchronous way and asks).
 #[test]
-fn legacy_publish_with_status_is_the_drivers_publish_without_the_ask() {
-    use super::driver::{legacy_publish_with_status, passed_status, Visibility};
+fn publish_with_status_is_the_drivers_publish_without_the_ask() {
+    use super::driver::{passed_status, publication_visibility, publish_with_status};
     use super::family::LEGACY_PUBLISH;
     use crate::hop::Args;
     use crate::store::Store;
     for family in FAMILIES {
         let a = owner("wrun_a", "ha");
-        let args = |status: Value| vec![s("k"), s(&hook_json(&a, "t")), a.to_value(), s("legacy"), status];
-        for status in ["active", "missing", "terminal", "expired"] {
-            let (driver, sync) = (World::new(), World::new());
-            for w in [&driver, &sync] {
-                w.reserve(family, "k", &a, "legacy").ok();
+        let args = |status: Value| vec![s("k"), s(&hook_json(&a, "t")), a.to_value(), s("claim"), status];
+        for method in [LEGACY_PUBLISH, family.publish_method()] {
+            let visibility = publication_visibility(family, method).expect("a publication");
+            for status in ["active", "missing", "terminal", "expired"] {
+                let (asked, driver, sync) = (World::new(), World::new(), World::new());
+                for w in [&asked, &driver, &sync] {
+                    w.set_run("wrun_a", status);
+                    w.reserve(family, "k", &a, "claim").ok();
+                }
+                let expected = asked.call(family, "k", method, args(Value::Null));
+                assert_eq!(*asked.run_calls.borrow(), ["wrun_a.getLifecycleStatus"], "{method} {status}: asked");
+                assert_eq!(driver.call(family, "k", method, args(s(status))), expected, "{method} {status}: driver");
+                let got = {
+                    let mut objects = sync.objects.borrow_mut();
+                    let object = objects.get_mut(&(family.class(), family.shard("k"))).expect("reserved shard");
+                    let a = args(s(status));
+                    let passed = passed_status(Args(&a)).expect("has a status");
+                    object
+                        .store
+                        .in_transaction(|store: &mut dyn Store| publish_with_status(store, family, visibility, T0, passed, Args(&a)))
+                };
+                assert_eq!(got, expected, "{method} {status}");
+                let values = |w: &World| w.objects.borrow().get(&(family.class(), family.shard("k"))).map(|o| o.store.data.clone());
+                for w in [&driver, &sync] {
+                    assert_eq!(w.keys(family, "k"), asked.keys(family, "k"), "{method} {status}");
+                    assert_eq!(values(w), values(&asked), "{method} {status}");
+                    assert!(w.run_calls.borrow().is_empty(), "{method} {status}: no ask with a status");
+                }
             }
-            let expected = driver.call(family, "k", LEGACY_PUBLISH, args(s(status)));
-            let got = {
-                let mut objects = sync.objects.borrow_mut();
-                let object = objects.get_mut(&(family.class(), family.shard("k"))).expect("reserved shard");
-                let a = args(s(status));
-                let passed = passed_status(Visibility::NotEnded, Args(&a)).expect("has a status");
-                object.store.in_transaction(|store: &mut dyn Store| legacy_publish_with_status(store, family, T0, passed, Args(&a)))
-            };
-            assert_eq!(got, expected, "{status}");
-            assert_eq!(sync.keys(family, "k"), driver.keys(family, "k"), "{status}");
-            let values = |w: &World| w.objects.borrow().get(&(family.class(), family.shard("k"))).map(|o| o.store.data.clone());
-            assert_eq!(values(&sync), values(&driver), "{status}");
-            assert!(driver.run_calls.borrow().is_empty() && sync.run_calls.borrow().is_empty());
         }
         for status in [Value::Null, Value::num(1)] {
-            assert!(passed_status(Visibility::NotEnded, Args(&args(status))).is_none());
+            assert!(passed_status(Args(&args(status))).is_none());
         }
-        assert!(passed_status(Visibility::NotEnded, Args(&args(s("active"))[..4])).is_none());
-        // The reference's `finalize`/`publish` always ask, whatever they carry.
-        assert!(passed_status(Visibility::Active, Args(&args(s("active")))).is_none());
+        assert!(passed_status(Args(&args(s("active"))[..4])).is_none());
+        assert_eq!(publication_visibility(family, "reserve"), None);
+        assert_eq!(publication_visibility(family, "get"), None);
     }
 }

@@ -28,8 +28,7 @@ use crate::catalog::lease::{self, Plan, UPSERT_RUN_KEY};
 use crate::catalog::records::text;
 use crate::config::Config;
 use crate::facade::{refused_put, UPSERT_KEY};
-use crate::hook_shard::driver::{self as hook_driver, ShardHost, Visibility, MISSING_RUNS_BINDING};
-use crate::hook_shard::family::LEGACY_PUBLISH;
+use crate::hook_shard::driver::{self as hook_driver, ShardHost, MISSING_RUNS_BINDING};
 use crate::hook_shard::Family;
 use crate::hop::{Args, Ctx};
 use crate::leases::{
@@ -239,23 +238,24 @@ impl HookShard {
     }
 
     /// One RPC served synchronously, or status 0 for the methods that must ask the run DO
-    /// (`get`, `finalize`/`publish`, and `legacyPublish` without the facade's status) and
-    /// for a `reserve` whose current alarm the class did not read (`current` is that
-    /// alarm, `-1` none set, `NaN` not read).
+    /// (`get`, and a publication (`finalize`/`publish`, `legacyPublish`) without its
+    /// caller's status) and for a `reserve` whose current alarm the class did not read
+    /// (`current` is that alarm, `-1` none set, `NaN` not read).
     fn rpc_call(&self, method: &str, name: &str, body: &[u8], direct: bool, current: f64) -> Array {
         let family = self.family;
         let current = class_alarm(current);
         let reads_alarm = crate::hook_shard::reads_alarm(method);
         let checked = hook_driver::is_lifecycle_checked(family, method);
-        if (reads_alarm && current.is_none()) || (checked && method != LEGACY_PUBLISH) {
+        let publication = hook_driver::publication_visibility(family, method);
+        if (reads_alarm && current.is_none()) || (checked && publication.is_none()) {
             return go_async();
         }
         let args = match args_or_refusal(body) {
             Ok(a) => a,
             Err(refusal) => return refusal,
         };
-        if checked {
-            let Some(status) = hook_driver::passed_status(Visibility::NotEnded, Args(&args)) else { return go_async() };
+        if let Some(visibility) = publication {
+            let Some(status) = hook_driver::passed_status(Args(&args)) else { return go_async() };
             return serve_args(
                 &self.storage,
                 &[],
@@ -265,7 +265,7 @@ impl HookShard {
                 &args,
                 direct,
                 Alarm::unknown(),
-                |store, ctx, _, _, args| hook_driver::legacy_publish_with_status(store, family, ctx.now, status, args),
+                |store, ctx, _, _, args| hook_driver::publish_with_status(store, family, visibility, ctx.now, status, args),
             );
         }
         let alarm = match current {
