@@ -295,6 +295,35 @@ test("facade: a run key's putOwned answers as the driver did when the lifecycle 
   }
 });
 
+test("hook shards: a read whose run DO cannot be asked answers the shard's missing-binding error", async () => {
+  // A hook read is two synchronous steps with the run DO asked by the class in between
+  // (src/shell/serve.rs, status 3); when the class cannot ask (here: no WORKFLOW_DB), the
+  // asynchronous path asks and reports the error, as every read did before.
+  const bare = await startWorker({ omitBindings: ["WORKFLOW_DB"] });
+  const call = async (method, args) => {
+    const ns = await bare.mf.getDurableObjectNamespace("WORKFLOW_HOOK_TOKENS");
+    const name = tokenShard("tok_nobinding");
+    const res = await ns.get(ns.idFromName(name)).fetch("https://celld.internal/rpc", {
+      method: "POST",
+      headers: { "x-celld-method": method, "x-celld-name": encodeURIComponent(name) },
+      body: JSON.stringify(args),
+    });
+    return [res.status, JSON.parse(await res.text())];
+  };
+  try {
+    const owner = { runId: "wrun_nobinding", hookId: "hook_nobinding" };
+    const serialized = JSON.stringify({ ...owner, token: "tok_nobinding" });
+    assert.deepEqual(await call("reserve", ["tok_nobinding", owner, "c1"]), [200, { claimed: true, claimId: "c1" }]);
+    // Published with a passed status (the coordinator's fifth argument): no ask needed.
+    assert.deepEqual(await call("finalize", ["tok_nobinding", serialized, owner, "c1", "active"]), [200, { stored: true }]);
+    const r = await bare.rpc.raw("hook-tokens", tokenShard("tok_nobinding"), "get", ["tok_nobinding"]);
+    assert.equal(r.status, 500);
+    assert.deepEqual(r.value, { error: { name: "Error", message: "world-celld hook index missing WORKFLOW_DB binding" } });
+  } finally {
+    await bare.dispose();
+  }
+});
+
 test("facade: a run key's putOwned of a live or missing run is stored, then refused from expiry on", async () => {
   const runId = "wrun_plan3";
   const key = `run:wf:0000000000002:${runId}`;

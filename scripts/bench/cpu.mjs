@@ -385,6 +385,30 @@ export const CPU_WORKLOADS = {
       };
     },
   },
+  hookGet040: {
+    about: "0.4 client hook read: hooks.getByToken (the token shard's get, which checks the run's lifecycle) of a published hook of a live run (one per lane), as a webhook's resume reads it",
+    ops: 4000,
+    lane: (ctx, lane, phase) => {
+      const runId = `wrun_bench_hg_${ctx.tag}_${phase}_${lane}`;
+      const hook = { runId, hookId: `hook_${runId}`, token: `tok_${runId}`, ownerId: "bench", projectId: "bench", environment: "bench", createdAt: new Date(), specVersion: 6 };
+      let published;
+      const publish = async () => {
+        await createEvent040(ctx, runId, laneEvent(0));
+        const owner = { runId, hookId: hook.hookId };
+        const admission = await ctx.client040.idx("hooks", "reserve", [hook.token, owner]);
+        expect(admission?.admitted === true, `hooks/reserve ${hook.token}`, admission);
+        await ctx.client040.idx("hooks", "finalize", [hook.token, hook.hookId, sharedCodec(hook), owner, admission.reservation]);
+        ctx.requests += 2;
+      };
+      return async () => {
+        published ??= publish();
+        await published;
+        const found = await ctx.client040.getByToken(hook.token);
+        ctx.requests += 1;
+        expect(typeof found === "string" && found.includes(hook.hookId), `getByToken ${hook.token}`, found);
+      };
+    },
+  },
   run040: {
     about: "a workflow run with no steps, as the 0.4 client writes it: createEvent of run_created, run_started, run_completed (each applyEvent, then runs/commit); one run per operation",
     ops: 400,

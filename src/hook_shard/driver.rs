@@ -70,6 +70,53 @@ pub async fn get<H: ShardHost>(host: &H, family: Family, visibility: Visibility,
     Ok(if run_is_active(host, &owner.run_id, visibility).await? { Value::String(record) } else { Value::Null })
 }
 
+/// What a `get` served in steps needs next ([`get_step`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum GetStep {
+    /// The answer.
+    Answer(Value),
+    /// The lifecycle status of this run: ask `getLifecycleStatus()` of its run DO and
+    /// take the next step with the answer.
+    Ask(String),
+}
+
+/// [`get`] as synchronous steps between which the caller makes the run DO call itself
+/// (the shell's JavaScript class does, so no wasm future is involved). Each step reads the
+/// record as storage holds it then: absent or empty, it is `null` at once; otherwise its
+/// owner's run is asked for, and a step given that run's answer (`asked`: the run asked
+/// and its answer, the call's error included) answers by it. A record whose owner changed
+/// while the run DO was asked (released and published again for another run) is asked for
+/// again. The answer is the current record judged by a status read after it was first
+/// seen, where [`get`] answers the record it read before asking: the two differ only for
+/// a record replaced during the ask, where this answers the newer one.
+pub fn get_step(
+    store: &mut dyn Store,
+    family: Family,
+    visibility: Visibility,
+    args: Args<'_>,
+    asked: Option<(&str, &Result<Value, RpcError>)>,
+) -> Result<GetStep, RpcError> {
+    let key = natural_key(args.raw(0));
+    let Some(record) = read_record(store, family, &key)?.filter(|text| !text.is_empty()) else { return Ok(GetStep::Answer(Value::Null)) };
+    let owner = Owner::from_serialized(&record)?;
+    match asked {
+        Some((run_id, status)) if run_id == owner.run_id => {
+            let visible = visible(status.as_ref().map_err(Clone::clone)?, visibility);
+            Ok(GetStep::Answer(if visible { Value::String(record) } else { Value::Null }))
+        }
+        _ => Ok(GetStep::Ask(owner.run_id)),
+    }
+}
+
+/// The read method (`get` or `legacyGet`) with its visibility rule, `None` for any other.
+pub fn read_visibility(method: &str) -> Option<Visibility> {
+    match method {
+        "get" => Some(Visibility::Active),
+        LEGACY_GET => Some(Visibility::NotEnded),
+        _ => None,
+    }
+}
+
 /// `finalize(token, serialized, owner, claimId?)` / `publish(hookId, serialized, owner, claimId?)`
 /// → `{stored}`. When the owner's run is not active, the owner's record and claim are
 /// released and nothing is published; otherwise [`publish_step`] (for `legacyPublish`:

@@ -156,6 +156,74 @@ fn get_ignores_an_empty_record_and_asks_the_owner_run() {
     }
 }
 
+/// The shell serves `get` / `legacyGet` as synchronous steps with the run DO asked between
+/// them by its JavaScript class (`driver::get_step`): for every record (published, absent,
+/// empty) and run status, the steps ask what the driver's `get` asks and answer what it
+/// answers; an ask's error is the read's error, and an answer for another run than the
+/// record's current owner is asked for again.
+#[test]
+fn get_in_steps_is_the_drivers_get() {
+    use super::driver::{get_step, read_visibility, GetStep};
+    use super::family::LEGACY_GET;
+    use crate::hop::Args;
+    use crate::store::{Store, Stored};
+    let step = |w: &World, family: Family, method: &str, key: &str, asked: Option<(&str, &Result<Value, RpcError>)>| {
+        let mut objects = w.objects.borrow_mut();
+        let object = objects.entry((family.class(), family.shard(key))).or_default();
+        let args = [s(key)];
+        let visibility = read_visibility(method).expect("a read");
+        object.store.in_transaction(|store: &mut dyn Store| get_step(store, family, visibility, Args(&args), asked))
+    };
+    for family in FAMILIES {
+        let a = owner("wrun_a", "ha");
+        for method in ["get", LEGACY_GET] {
+            for status in ["active", "missing", "terminal", "expired"] {
+                let w = World::new();
+                w.set_run("wrun_a", "active");
+                w.reserve(family, "k", &a, "ca").ok();
+                w.publish(family, "k", &a, "t", Some("ca")).ok();
+                w.set_run("wrun_a", status);
+                w.run_calls.borrow_mut().clear();
+                let expected = w.call(family, "k", method, vec![s("k")]);
+                assert_eq!(*w.run_calls.borrow(), ["wrun_a.getLifecycleStatus"], "{method} {status}");
+                assert_eq!(step(&w, family, method, "k", None), Ok(GetStep::Ask("wrun_a".into())), "{method} {status}");
+                let answer = Ok(s(status));
+                let got = step(&w, family, method, "k", Some(("wrun_a", &answer)));
+                assert_eq!(got.map(|g| GetStep::Answer(g_answer(g))), expected.map(GetStep::Answer), "{method} {status}");
+                // An answer for a run that no longer owns the record: asked again.
+                assert_eq!(step(&w, family, method, "k", Some(("wrun_b", &answer))), Ok(GetStep::Ask("wrun_a".into())));
+                // The ask failed: so does the read.
+                let failed = Err(RpcError::error("run DO down"));
+                assert_eq!(step(&w, family, method, "k", Some(("wrun_a", &failed))), Err(RpcError::error("run DO down")));
+            }
+            // Absent and empty records answer null without an ask, as the driver's get.
+            let w = World::new();
+            assert_eq!(step(&w, family, method, "nothing", None), Ok(GetStep::Answer(Value::Null)));
+            let empty = super::keys::record(family, "e");
+            w.objects
+                .borrow_mut()
+                .entry((family.class(), family.shard("e")))
+                .or_default()
+                .store
+                .data
+                .insert(empty, Stored::Text(String::new()));
+            assert_eq!(w.call(family, "e", method, vec![s("e")]), Ok(Value::Null));
+            assert_eq!(step(&w, family, method, "e", None), Ok(GetStep::Answer(Value::Null)));
+            assert!(w.run_calls.borrow().is_empty());
+        }
+        assert_eq!(read_visibility("finalize"), None);
+        assert_eq!(read_visibility(family.publish_method()), None);
+    }
+}
+
+/// The value of an answering step.
+fn g_answer(step: super::driver::GetStep) -> Value {
+    match step {
+        super::driver::GetStep::Answer(v) => v,
+        super::driver::GetStep::Ask(run) => panic!("asked again for {run}"),
+    }
+}
+
 #[test]
 fn release_claim_needs_owner_and_claim_id() {
     for family in FAMILIES {

@@ -41,6 +41,11 @@ pub async fn call_env(
 ) -> Result<Value, RpcError> {
     let body = Value::Array(args).to_json()?;
     let (status, bytes) = hop_raw(env, env_name, missing, name, method, body.as_bytes()).await?;
+    answer_of(env_name, name, method, status, bytes)
+}
+
+/// A hop's reply (`status`, body bytes) as the callee's value, or the error it threw.
+pub fn answer_of(env_name: &str, name: &str, method: &str, status: u16, bytes: Vec<u8>) -> Result<Value, RpcError> {
     let text = String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
     let value = Value::parse(&text).map_err(|e| RpcError::error(format!("bad answer from {env_name}/{name}.{method}: {}", e.0)))?;
     if status == 200 {

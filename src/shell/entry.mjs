@@ -176,6 +176,8 @@ export default {
 };
 
 // --- Durable Object classes -----------------------------------------------------------
+/** The asks one call may make before it takes the asynchronous path instead. */
+const MAX_ASKS = 3;
 /** Thrown inside `transactionSync` to roll back a call that did not succeed. */
 const ROLLBACK = Symbol("rollback");
 const utf8 = new TextEncoder();
@@ -207,13 +209,40 @@ class RustObject extends DurableObject {
       const current = this.currentAlarm(method);
       const alarm = typeof current === "number" ? current : await current;
       let reply = this.syncCall((direct) => object.rpcCall(method, name, body, direct, alarm));
-      if (reply[0] === 0) reply = await object.rpcAsync(method, name, body);
+      // 3: a read step that needs another object's answer (src/shell/serve.rs): ask it
+      // here, then take the next step with the answer; if that cannot be done, the
+      // asynchronous path asks (and reports the error).
+      for (let asks = 0; reply[0] === 3; asks++) {
+        const answer = asks < MAX_ASKS ? await this.ask(reply) : undefined;
+        if (answer === undefined) {
+          reply = [0];
+          break;
+        }
+        // After the await: the Rust object of now (a trap elsewhere may have reset wasm).
+        reply = this.syncCall((direct) => this.rust().rpcCall(method, name, body, direct, alarm, answer));
+      }
+      if (reply[0] === 0) reply = await this.rust().rpcAsync(method, name, body);
       const change = reply[2];
       if (change === change) await this.applyAlarm(change);
       return reply;
     } catch (e) {
       noteCritical(e);
       throw e;
+    }
+  }
+
+  /**
+   * The call a status-3 reply asks for (`[3, envBinding, name, method, body]`), over the
+   * hop: `[name, status, body]`, or undefined when the binding is missing or the hop threw.
+   */
+  async ask(reply) {
+    const ns = this.env[reply[1]];
+    if (!ns) return undefined;
+    try {
+      const answer = await hop(ns, reply[2], reply[3], reply[4]);
+      return [reply[2], answer[0], answer[1]];
+    } catch {
+      return undefined;
     }
   }
 

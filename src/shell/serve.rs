@@ -18,6 +18,13 @@
 //! * `2`: storage failed while the writes were being written; the class aborts the object,
 //!   which discards them (the body is the error message).
 //!
+//! * `3`: the call needs another object's answer first ([`ask_reply`]: `[3, envBinding,
+//!   name, method, body]`). The class makes that call over the hop and calls `rpcCall`
+//!   again with its answer as a sixth argument, `[name, status, body]`; a class that cannot
+//!   (no such binding, the hop threw, too many asks) calls `rpcAsync` instead, which asks
+//!   the asynchronous way and reports the error. Only read steps ask (hook shard `get`),
+//!   so nothing is held between the two calls.
+//!
 //! Read-only methods (learnt once from `readOnly()`) run on a store that refuses writes.
 
 use js_sys::{Array, Uint8Array};
@@ -64,6 +71,30 @@ pub fn reply(status: u16, body: &[u8], alarm: f64) -> Array {
 /// The reply for a method the synchronous path does not serve.
 pub fn go_async() -> Array {
     reply(0, &[], f64::NAN)
+}
+
+/// The reply asking the class to call `method` on instance `name` of `env[env_name]` with
+/// `body` (status 3, see the module documentation) and to call again with the answer.
+pub fn ask_reply(env_name: &str, name: &str, method: &str, body: &[u8]) -> Array {
+    let reply = Array::of3(&JsValue::from(3), &JsValue::from_str(env_name), &JsValue::from_str(name));
+    reply.push(&JsValue::from_str(method));
+    reply.push(&Uint8Array::from(body));
+    reply
+}
+
+/// The answer the class passes with a second `rpcCall` (`[name, status, body]`: the
+/// instance asked and its hop reply), decoded as [`super::call::call_env`] decodes one;
+/// `None` when the call carries none.
+pub fn asked_answer(asked: &JsValue, env_name: &str, method: &str) -> Option<(String, Result<Value, RpcError>)> {
+    if !Array::is_array(asked) {
+        return None;
+    }
+    let asked = Array::from(asked);
+    let name = asked.get(0).as_string()?;
+    let status = asked.get(1).as_f64().unwrap_or(0.0) as u16;
+    let bytes = Uint8Array::new(&asked.get(2)).to_vec();
+    let answer = super::call::answer_of(env_name, &name, method, status, bytes);
+    Some((name, answer))
 }
 
 /// The reply of a core result.

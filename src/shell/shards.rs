@@ -6,10 +6,13 @@
 //! Methods served synchronously (`rpcCall`, one buffered call) include those that must see
 //! the current alarm first (catalog `expireRun` / `expireKeys`, hook `reserve`: they arm it
 //! only if none is earlier): the class reads it before the call (`alarmReaders`, as for
-//! QueueDO). What goes through `rpcAsync` is what must ask a run DO first: the hook shards'
-//! lifecycle-checked `get` / `finalize` / `publish`, and `legacyPublish` without the 0.3
-//! facade's status ([`crate::hook_shard::driver`]); the catalog's `upsertRunKey` without a
-//! lease; and, as a fallback, an alarm reader called without the alarm.
+//! QueueDO). The hook shards' reads (`get`, `legacyGet`) are synchronous steps between
+//! which the class asks the run DO itself (status 3, `serve.rs`). What goes through
+//! `rpcAsync` is what must ask a run DO inside the call: the hook shards' publications
+//! (`finalize` / `publish` / `legacyPublish`) without their caller's status
+//! ([`crate::hook_shard::driver`]); the catalog's `upsertRunKey` without a lease; and, as
+//! fallbacks, an alarm reader called without the alarm and a read whose class could not
+//! ask.
 //!
 //! The alarm compacts fences / abandoned claims in one transaction; when that fails it is
 //! re-armed at [`crate::lifecycle::compaction_retry`].
@@ -22,13 +25,15 @@ use worker::{Env, Storage};
 use super::alarm::apply_alarm;
 use super::call::call_env;
 use super::env::config;
-use super::kv::{in_transaction, ObjectStorage};
-use super::serve::{args_or_refusal, class_alarm, go_async, lease_holder_reply, now_ms, result_reply, serve_args, serve_sync};
+use super::kv::{in_transaction, read_only, ObjectStorage};
+use super::serve::{
+    args_or_refusal, ask_reply, asked_answer, class_alarm, go_async, lease_holder_reply, now_ms, result_reply, serve_args, serve_sync,
+};
 use crate::catalog::lease::{self, Plan, UPSERT_RUN_KEY};
 use crate::catalog::records::text;
 use crate::config::Config;
 use crate::facade::{refused_put, UPSERT_KEY};
-use crate::hook_shard::driver::{self as hook_driver, ShardHost, MISSING_RUNS_BINDING};
+use crate::hook_shard::driver::{self as hook_driver, GetStep, ShardHost, MISSING_RUNS_BINDING};
 use crate::hook_shard::Family;
 use crate::hop::{Args, Ctx};
 use crate::leases::{
@@ -237,23 +242,36 @@ impl HookShard {
         HookShard { family, storage: ObjectStorage::of(state), env, config }
     }
 
-    /// One RPC served synchronously, or status 0 for the methods that must ask the run DO
-    /// (`get`, and a publication (`finalize`/`publish`, `legacyPublish`) without its
-    /// caller's status) and for a `reserve` whose current alarm the class did not read
-    /// (`current` is that alarm, `-1` none set, `NaN` not read).
-    fn rpc_call(&self, method: &str, name: &str, body: &[u8], direct: bool, current: f64) -> Array {
+    /// One RPC served synchronously; status 3 for a read (`get`, `legacyGet`) that needs
+    /// its hook's run's lifecycle status (`asked`: the class's answer to the previous
+    /// step's ask, see `serve.rs`); status 0 for a publication (`finalize`/`publish`,
+    /// `legacyPublish`) without its caller's status, which must ask the run DO, and for a
+    /// `reserve` whose current alarm the class did not read (`current` is that alarm, `-1`
+    /// none set, `NaN` not read).
+    fn rpc_call(&self, method: &str, name: &str, body: &[u8], direct: bool, current: f64, asked: &JsValue) -> Array {
         let family = self.family;
         let current = class_alarm(current);
         let reads_alarm = crate::hook_shard::reads_alarm(method);
-        let checked = hook_driver::is_lifecycle_checked(family, method);
         let publication = hook_driver::publication_visibility(family, method);
-        if (reads_alarm && current.is_none()) || (checked && publication.is_none()) {
+        let read = hook_driver::read_visibility(method);
+        if reads_alarm && current.is_none() {
             return go_async();
         }
         let args = match args_or_refusal(body) {
             Ok(a) => a,
             Err(refusal) => return refusal,
         };
+        if let Some(visibility) = read {
+            let asked = asked_answer(asked, Binding::Runs.env_name(), hook_driver::LIFECYCLE_METHOD);
+            let step = read_only(&self.storage, |store| {
+                hook_driver::get_step(store, family, visibility, Args(&args), asked.as_ref().map(|(run, answer)| (run.as_str(), answer)))
+            });
+            return match step {
+                Ok(GetStep::Ask(run_id)) => ask_reply(Binding::Runs.env_name(), &run_id, hook_driver::LIFECYCLE_METHOD, b"[]"),
+                Ok(GetStep::Answer(value)) => result_reply(Ok(value), f64::NAN),
+                Err(e) => result_reply(Err(e), f64::NAN),
+            };
+        }
         if let Some(visibility) = publication {
             let Some(status) = hook_driver::passed_status(Args(&args)) else { return go_async() };
             return serve_args(
@@ -314,16 +332,17 @@ impl HookTokenObject {
         crate::hook_shard::ALARM_READERS.join(",")
     }
 
-    /// One RPC: `[status, body, alarm]`, status 0 for the asynchronous methods; `current`
-    /// is the alarm the class read for the [`alarm readers`](Self::alarm_readers) (`-1`
-    /// none set), else `NaN`.
+    /// One RPC: `[status, body, alarm]`, status 0 for the asynchronous methods and 3 for a
+    /// read that asks a run DO first; `current` is the alarm the class read for the
+    /// [`alarm readers`](Self::alarm_readers) (`-1` none set), else `NaN`; `asked` the
+    /// answer to the previous step's ask, `[name, status, body]`, else `undefined`.
     #[wasm_bindgen(js_name = rpcCall)]
-    pub fn rpc_call(&self, method: &str, name: &str, body: &[u8], direct: bool, current: f64) -> Array {
-        self.0.rpc_call(method, name, body, direct, current)
+    pub fn rpc_call(&self, method: &str, name: &str, body: &[u8], direct: bool, current: f64, asked: JsValue) -> Array {
+        self.0.rpc_call(method, name, body, direct, current, &asked)
     }
 
-    /// `get`, `finalize`, and `reserve` / `legacyPublish` when they could not be served
-    /// synchronously.
+    /// A publication without its caller's status, and `reserve` or a read when they could
+    /// not be served synchronously.
     #[wasm_bindgen(js_name = rpcAsync)]
     pub async fn rpc_async(&self, method: String, _name: String, body: Vec<u8>) -> Array {
         self.0.rpc_async(method, body).await
@@ -357,16 +376,17 @@ impl HookIdObject {
         crate::hook_shard::ALARM_READERS.join(",")
     }
 
-    /// One RPC: `[status, body, alarm]`, status 0 for the asynchronous methods; `current`
-    /// is the alarm the class read for the [`alarm readers`](Self::alarm_readers) (`-1`
-    /// none set), else `NaN`.
+    /// One RPC: `[status, body, alarm]`, status 0 for the asynchronous methods and 3 for a
+    /// read that asks a run DO first; `current` is the alarm the class read for the
+    /// [`alarm readers`](Self::alarm_readers) (`-1` none set), else `NaN`; `asked` the
+    /// answer to the previous step's ask, `[name, status, body]`, else `undefined`.
     #[wasm_bindgen(js_name = rpcCall)]
-    pub fn rpc_call(&self, method: &str, name: &str, body: &[u8], direct: bool, current: f64) -> Array {
-        self.0.rpc_call(method, name, body, direct, current)
+    pub fn rpc_call(&self, method: &str, name: &str, body: &[u8], direct: bool, current: f64, asked: JsValue) -> Array {
+        self.0.rpc_call(method, name, body, direct, current, &asked)
     }
 
-    /// `get`, `publish`, and `reserve` / `legacyPublish` when they could not be served
-    /// synchronously.
+    /// A publication without its caller's status, and `reserve` or a read when they could
+    /// not be served synchronously.
     #[wasm_bindgen(js_name = rpcAsync)]
     pub async fn rpc_async(&self, method: String, _name: String, body: Vec<u8>) -> Array {
         self.0.rpc_async(method, body).await
