@@ -81,6 +81,33 @@ impl LifecycleCache {
         runs.sort();
         runs
     }
+    /// The revocations received so far: taken before an ask and handed back with its
+    /// answer ([`LifecycleCache::answered`]).
+    pub fn epoch(&self) -> u64 {
+        self.revocations.get()
+    }
+    /// What an ask of `run_id` made at `epoch` answered (`lease`: the `{status,
+    /// leaseUntil}` of [`LEASE_METHOD`], else the status of [`LIFECYCLE_METHOD`]): keeps a
+    /// lease granted while no revocation came in, remembers an expired run, and tells
+    /// whether the run is expired.
+    pub fn answered(&self, run_id: &str, epoch: u64, lease: bool, answer: &Value, now: i64) -> bool {
+        let status = if lease {
+            let until = answer.get("leaseUntil").and_then(Value::as_f64);
+            if let Some(until) = until.filter(|u| u.is_finite()) {
+                if self.revocations.get() == epoch {
+                    self.keep_lease(run_id, until as i64, now);
+                }
+            }
+            answer.get("status").unwrap_or(&Value::Null)
+        } else {
+            answer
+        };
+        let expired = status.as_str() == Some(EXPIRED);
+        if expired {
+            self.insert(run_id);
+        }
+        expired
+    }
     /// `revokeLifecycleLease(runId)`: forget the run's lease (and any grant in flight).
     /// Returns whether a lease was held.
     pub fn revoke(&self, run_id: &str) -> bool {
@@ -125,22 +152,49 @@ pub async fn run_is_expired<H: LifecycleHost>(host: &H, cache: &LifecycleCache, 
     if cache.leased(run_id, host.now()) {
         return Ok(false);
     }
-    let epoch = cache.revocations.get();
-    let status = match host.lifecycle_lease(run_id).await? {
-        Some(answer) => {
-            let until = answer.get("leaseUntil").and_then(Value::as_f64);
-            if let Some(until) = until.filter(|u| u.is_finite()) {
-                if cache.revocations.get() == epoch {
-                    cache.keep_lease(run_id, until as i64, host.now());
-                }
-            }
-            answer.get("status").cloned().unwrap_or(Value::Null)
+    let epoch = cache.epoch();
+    match host.lifecycle_lease(run_id).await? {
+        Some(answer) => Ok(cache.answered(run_id, epoch, true, &answer, host.now())),
+        None => {
+            let status = host.lifecycle_status(run_id).await?;
+            Ok(cache.answered(run_id, epoch, false, &status, host.now()))
         }
-        None => host.lifecycle_status(run_id).await?,
-    };
-    let expired = status.as_str() == Some(EXPIRED);
-    if expired {
-        cache.insert(run_id);
     }
-    Ok(expired)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lease(status: &str, until: f64) -> Value {
+        Value::object([("status", Value::str(status)), ("leaseUntil", Value::num(until))])
+    }
+
+    /// The step form the run-catalog class uses (an ask made by JavaScript between two
+    /// synchronous calls, the epoch carried as the ask's tag): the same rules as
+    /// [`run_is_expired`] after its await.
+    #[test]
+    fn an_answer_keeps_a_lease_only_if_no_revocation_came_in_since_its_epoch() {
+        let cache = LifecycleCache::default();
+        let epoch = cache.epoch();
+        assert!(!cache.answered("wrun_a", epoch, true, &lease("active", 5_000.0), 1_000));
+        assert!(cache.leased("wrun_a", 4_999) && !cache.leased("wrun_a", 5_000));
+        // A revocation arrives while the next grant is in flight: the grant is not kept.
+        let epoch = cache.epoch();
+        cache.revoke("wrun_b");
+        assert!(!cache.answered("wrun_b", epoch, true, &lease("active", 5_000.0), 1_000));
+        assert!(!cache.leased("wrun_b", 1_000), "the overtaken grant was dropped");
+        // No lease in the answer (a run that does not exist), a non-finite one, a plain status.
+        let epoch = cache.epoch();
+        let missing = Value::object([("status", Value::str("missing"))]);
+        assert!(!cache.answered("wrun_c", epoch, true, &missing, 1_000));
+        assert!(!cache.answered("wrun_c", epoch, true, &lease("active", f64::INFINITY), 1_000));
+        assert!(!cache.answered("wrun_c", epoch, false, &Value::str("active"), 1_000));
+        assert!(!cache.leased("wrun_c", 1_000));
+        // Expired, either way: remembered, never leased.
+        assert!(cache.answered("wrun_d", epoch, true, &lease(EXPIRED, 5_000.0), 1_000));
+        assert!(cache.answered("wrun_e", epoch, false, &Value::str(EXPIRED), 1_000));
+        assert!(cache.contains("wrun_d") && cache.contains("wrun_e"));
+        assert!(!cache.leased("wrun_d", 1_000), "an expired run holds no lease");
+    }
 }

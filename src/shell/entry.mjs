@@ -209,17 +209,17 @@ class RustObject extends DurableObject {
       const current = this.currentAlarm(method);
       const alarm = typeof current === "number" ? current : await current;
       let reply = this.syncCall((direct) => object.rpcCall(method, name, body, direct, alarm));
-      // 3: a read step that needs another object's answer (src/shell/serve.rs): ask it
-      // here, then take the next step with the answer; if that cannot be done, the
+      // 3: a step that needs another object's answer first (src/shell/serve.rs): ask it
+      // here, then take the next step with the answer. If that cannot be done (or wasm
+      // trapped meanwhile, so the answer's tag may belong to a lost state), the
       // asynchronous path asks (and reports the error).
       for (let asks = 0; reply[0] === 3; asks++) {
         const answer = asks < MAX_ASKS ? await this.ask(reply) : undefined;
-        if (answer === undefined) {
+        if (answer === undefined || critical || this.generation !== generation) {
           reply = [0];
           break;
         }
-        // After the await: the Rust object of now (a trap elsewhere may have reset wasm).
-        reply = this.syncCall((direct) => this.rust().rpcCall(method, name, body, direct, alarm, answer));
+        reply = this.syncCall((direct) => object.rpcCall(method, name, body, direct, alarm, answer));
       }
       if (reply[0] === 0) reply = await this.rust().rpcAsync(method, name, body);
       const change = reply[2];
@@ -232,15 +232,16 @@ class RustObject extends DurableObject {
   }
 
   /**
-   * The call a status-3 reply asks for (`[3, envBinding, name, method, body]`), over the
-   * hop: `[name, status, body]`, or undefined when the binding is missing or the hop threw.
+   * The call a status-3 reply asks for (`[3, envBinding, name, method, body, tag]`), over
+   * the hop: `[name, status, body, method, tag]`, or undefined when the binding is missing
+   * or the hop threw.
    */
   async ask(reply) {
     const ns = this.env[reply[1]];
     if (!ns) return undefined;
     try {
       const answer = await hop(ns, reply[2], reply[3], reply[4]);
-      return [reply[2], answer[0], answer[1]];
+      return [reply[2], answer[0], answer[1], reply[3], reply[5]];
     } catch {
       return undefined;
     }

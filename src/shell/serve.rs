@@ -19,11 +19,12 @@
 //!   which discards them (the body is the error message).
 //!
 //! * `3`: the call needs another object's answer first ([`ask_reply`]: `[3, envBinding,
-//!   name, method, body]`). The class makes that call over the hop and calls `rpcCall`
-//!   again with its answer as a sixth argument, `[name, status, body]`; a class that cannot
-//!   (no such binding, the hop threw, too many asks) calls `rpcAsync` instead, which asks
-//!   the asynchronous way and reports the error. Only read steps ask (hook shard `get`),
-//!   so nothing is held between the two calls.
+//!   name, method, body, tag]`). The class makes that call over the hop and calls
+//!   `rpcCall` again with its answer as a sixth argument, `[name, status, body, method,
+//!   tag]` ([`asked_answer`]); a class that cannot (no such binding, the hop threw, too
+//!   many asks, wasm was reset meanwhile) calls `rpcAsync` instead, which asks the
+//!   asynchronous way and reports the error. The steps before an ask write nothing, so
+//!   nothing is held between the calls but the tag (the lease holders' revocation epoch).
 //!
 //! Read-only methods (learnt once from `readOnly()`) run on a store that refuses writes.
 
@@ -74,27 +75,41 @@ pub fn go_async() -> Array {
 }
 
 /// The reply asking the class to call `method` on instance `name` of `env[env_name]` with
-/// `body` (status 3, see the module documentation) and to call again with the answer.
-pub fn ask_reply(env_name: &str, name: &str, method: &str, body: &[u8]) -> Array {
+/// `body` (status 3, see the module documentation) and to call again with the answer and
+/// `tag`, which the class hands back as it is.
+pub fn ask_reply(env_name: &str, name: &str, method: &str, body: &[u8], tag: f64) -> Array {
     let reply = Array::of3(&JsValue::from(3), &JsValue::from_str(env_name), &JsValue::from_str(name));
     reply.push(&JsValue::from_str(method));
     reply.push(&Uint8Array::from(body));
+    reply.push(&JsValue::from_f64(tag));
     reply
 }
 
-/// The answer the class passes with a second `rpcCall` (`[name, status, body]`: the
-/// instance asked and its hop reply), decoded as [`super::call::call_env`] decodes one;
-/// `None` when the call carries none.
-pub fn asked_answer(asked: &JsValue, env_name: &str, method: &str) -> Option<(String, Result<Value, RpcError>)> {
+/// An [`ask_reply`]'s answer, as the class passes it with the next `rpcCall`.
+pub struct Asked {
+    /// The instance asked.
+    pub name: String,
+    /// The method asked.
+    pub method: String,
+    /// The ask's tag.
+    pub tag: f64,
+    /// Its answer, decoded as [`super::call::call_env`] decodes one.
+    pub answer: Result<Value, RpcError>,
+}
+
+/// The answer a call carries (`[name, status, body, method, tag]`: the instance asked, its
+/// hop reply, the method and tag of the ask), `None` when it carries none.
+pub fn asked_answer(asked: &JsValue, env_name: &str) -> Option<Asked> {
     if !Array::is_array(asked) {
         return None;
     }
     let asked = Array::from(asked);
     let name = asked.get(0).as_string()?;
+    let method = asked.get(3).as_string()?;
     let status = asked.get(1).as_f64().unwrap_or(0.0) as u16;
     let bytes = Uint8Array::new(&asked.get(2)).to_vec();
-    let answer = super::call::answer_of(env_name, &name, method, status, bytes);
-    Some((name, answer))
+    let answer = super::call::answer_of(env_name, &name, &method, status, bytes);
+    Some(Asked { name, method, tag: asked.get(4).as_f64().unwrap_or(f64::NAN), answer })
 }
 
 /// The reply of a core result.

@@ -28,6 +28,7 @@ use super::env::config;
 use super::kv::{in_transaction, read_only, ObjectStorage};
 use super::serve::{
     args_or_refusal, ask_reply, asked_answer, class_alarm, go_async, lease_holder_reply, now_ms, result_reply, serve_args, serve_sync,
+    Asked,
 };
 use crate::catalog::lease::{self, Plan, UPSERT_RUN_KEY};
 use crate::catalog::records::text;
@@ -105,6 +106,18 @@ impl LifecycleHost for CatalogObject {
 }
 
 impl CatalogObject {
+    /// The ask `run_is_expired` makes through [`LifecycleHost`], as a status-3 reply tagged
+    /// with the revocation epoch it is made at.
+    fn ask_lease(&self, run_id: &str) -> Array {
+        let runs = Binding::Runs.env_name();
+        let epoch = self.lifecycle.epoch() as f64;
+        let Some(holder) = self.name.get() else { return ask_reply(runs, run_id, LIFECYCLE_METHOD, b"[]", epoch) };
+        match Value::Array(vec![Value::String(holder), Value::str(CATALOG_KIND)]).to_json() {
+            Ok(body) => ask_reply(runs, run_id, LEASE_METHOD, body.as_bytes(), epoch),
+            Err(e) => result_reply(Err(e.into()), f64::NAN),
+        }
+    }
+
     /// The upsert's transaction (the core's `upsertKey`).
     fn upsert(&self, name: &str, args: &[Value], direct: bool) -> Array {
         serve_args(&self.storage, &CATALOG_READ_ONLY, &self.config, UPSERT_KEY, name, args, direct, Alarm::unknown(), crate::catalog::call)
@@ -128,11 +141,12 @@ impl CatalogObject {
         methods.join(",")
     }
 
-    /// One RPC: `[status, body, alarm]`, status 0 for an `upsertRunKey` that must ask the
-    /// run first (see `serve.rs`) and for an `expireRun` / `expireKeys` whose current alarm
-    /// the class did not read (`current` is that alarm, `-1` none set, `NaN` not read).
+    /// One RPC: `[status, body, alarm]`; status 3 for an `upsertRunKey` that must ask the
+    /// run first (`asked`: the class's answer to that ask, see `serve.rs`), status 0 for an
+    /// `expireRun` / `expireKeys` whose current alarm the class did not read (`current` is
+    /// that alarm, `-1` none set, `NaN` not read).
     #[wasm_bindgen(js_name = rpcCall)]
-    pub fn rpc_call(&self, method: &str, name: &str, body: &[u8], direct: bool, current: f64) -> Array {
+    pub fn rpc_call(&self, method: &str, name: &str, body: &[u8], direct: bool, current: f64, asked: JsValue) -> Array {
         if let Some(reply) = lease_holder_reply(&self.lifecycle, method, body) {
             return reply;
         }
@@ -142,10 +156,26 @@ impl CatalogObject {
                 Ok(a) => a,
                 Err(refusal) => return refusal,
             };
-            return match lease::plan(&self.lifecycle, &text(args.first()), now_ms()) {
+            let run_id = text(args.first());
+            let now = now_ms();
+            let refused = || result_reply(Ok(refused_put()), f64::NAN);
+            return match lease::plan(&self.lifecycle, &run_id, now) {
                 Plan::Upsert => self.upsert(name, &args, direct),
-                Plan::Refuse => result_reply(Ok(refused_put()), f64::NAN),
-                Plan::Ask => go_async(),
+                Plan::Refuse => refused(),
+                // The answer to this run's ask (what `run_is_expired` does after its await).
+                Plan::Ask => match asked_answer(&asked, Binding::Runs.env_name()).filter(|a| a.name == run_id) {
+                    Some(Asked { answer: Err(e), .. }) => result_reply(Err(e), f64::NAN),
+                    Some(Asked { answer: Ok(answer), method, tag, .. }) => {
+                        // A tag that is no epoch (NaN) matches none: no lease is kept.
+                        let epoch = if tag >= 0.0 { tag as u64 } else { u64::MAX };
+                        if self.lifecycle.answered(&run_id, epoch, method == LEASE_METHOD, &answer, now) {
+                            refused()
+                        } else {
+                            self.upsert(name, &args, direct)
+                        }
+                    }
+                    None => self.ask_lease(&run_id),
+                },
             };
         }
         if !crate::catalog::reads_alarm(method) {
@@ -262,12 +292,12 @@ impl HookShard {
             Err(refusal) => return refusal,
         };
         if let Some(visibility) = read {
-            let asked = asked_answer(asked, Binding::Runs.env_name(), hook_driver::LIFECYCLE_METHOD);
+            let asked = asked_answer(asked, Binding::Runs.env_name()).filter(|a| a.method == hook_driver::LIFECYCLE_METHOD);
             let step = read_only(&self.storage, |store| {
-                hook_driver::get_step(store, family, visibility, Args(&args), asked.as_ref().map(|(run, answer)| (run.as_str(), answer)))
+                hook_driver::get_step(store, family, visibility, Args(&args), asked.as_ref().map(|a| (a.name.as_str(), &a.answer)))
             });
             return match step {
-                Ok(GetStep::Ask(run_id)) => ask_reply(Binding::Runs.env_name(), &run_id, hook_driver::LIFECYCLE_METHOD, b"[]"),
+                Ok(GetStep::Ask(run_id)) => ask_reply(Binding::Runs.env_name(), &run_id, hook_driver::LIFECYCLE_METHOD, b"[]", f64::NAN),
                 Ok(GetStep::Answer(value)) => result_reply(Ok(value), f64::NAN),
                 Err(e) => result_reply(Err(e), f64::NAN),
             };
