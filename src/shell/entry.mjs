@@ -215,11 +215,15 @@ class RustObject extends DurableObject {
       // asynchronous path asks (and reports the error).
       for (let asks = 0; reply[0] === 3; asks++) {
         const answer = asks < MAX_ASKS ? await this.ask(reply) : undefined;
+        // Other calls may have run during the ask: an alarm reader starts again from the
+        // alarm of now (read with the input gate closed, like the first).
+        const again = answer === undefined ? NaN : this.currentAlarm(method);
+        const current = typeof again === "number" ? again : await again;
         if (answer === undefined || critical || this.generation !== generation) {
           reply = [0];
           break;
         }
-        reply = this.syncCall((direct) => object.rpcCall(method, name, body, direct, alarm, answer));
+        reply = this.syncCall((direct) => object.rpcCall(method, name, body, direct, current, answer));
       }
       if (reply[0] === 0) reply = await this.rust().rpcAsync(method, name, body);
       const change = reply[2];

@@ -21,7 +21,8 @@
 //! * `3`: the call needs another object's answer first ([`ask_reply`]: `[3, envBinding,
 //!   name, method, body, tag]`). The class makes that call over the hop and calls
 //!   `rpcCall` again with its answer as a sixth argument, `[name, status, body, method,
-//!   tag]` ([`asked_answer`]); a class that cannot (no such binding, the hop threw, too
+//!   tag]` ([`asked_answer`]), and, for an alarm reader, the alarm read again (other calls
+//!   may have run during the ask); a class that cannot (no such binding, the hop threw, too
 //!   many asks, wasm was reset meanwhile) calls `rpcAsync` instead, which asks the
 //!   asynchronous way and reports the error. The steps before an ask write nothing, so
 //!   nothing is held between the calls but the tag (the lease holders' revocation epoch).
