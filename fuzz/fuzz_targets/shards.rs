@@ -30,7 +30,8 @@
 //! catalog shard the fence and compaction records decode, every fence has its compaction
 //! entry, and an alarm is set while compaction entries exist. Per operation: a run commit
 //! or a 0.3 `putOwned` behind the run's expiry fence changes no catalog entry, and a hook
-//! shard `get` answers a hook only while its owner's run is `active`.
+//! shard `get` answers a hook only while its owner's run is `active`, and the same in its
+//! step form (`get_step`, the run DO asked between the steps as the shell's class does).
 #![no_main]
 
 use std::collections::BTreeMap;
@@ -42,6 +43,7 @@ use world_celld_rs::catalog::records::{ExpiryFence, ExpiryGc};
 use world_celld_rs::catalog::{self, keys as catalog_keys};
 use world_celld_rs::coordinator::{self, IndexOp};
 use world_celld_rs::facade::testing::Fleet;
+use world_celld_rs::hook_shard::driver::{GetStep, Visibility};
 use world_celld_rs::hook_shard::keys::{self as hook_keys, CLAIM_DEADLINE_PREFIX, CLAIM_PREFIX};
 use world_celld_rs::hook_shard::records::{Claim, Deadline, Owner};
 use world_celld_rs::hook_shard::testing::Host;
@@ -52,7 +54,7 @@ use world_celld_rs::store::Stored;
 use world_celld_rs::testing::block_on;
 use world_celld_rs::wire::router::Binding;
 use world_celld_rs::wire::uri::decode_uri_component;
-use world_celld_rs::wire::{js, Value};
+use world_celld_rs::wire::{js, RpcError, Value};
 
 const GEN: ValueGen = ValueGen {
     keys: &[
@@ -270,8 +272,30 @@ impl Harness {
     fn hook_get(&self, family: Family, key: Value) {
         let name = family.shard(&js::to_js_string(Some(&key)));
         let host = Host { world: &self.fleet.world, family, name };
-        let result = block_on(hook_driver::call(&host, family, "get", Args(&[key])));
+        let result = block_on(hook_driver::call(&host, family, "get", Args(&[key.clone()])));
         assert_not_corrupt("get", &result);
+        // The shell's step form (`get_step`, the run DO asked between the steps) answers
+        // the same.
+        let stepped = {
+            let mut objects = self.fleet.world.objects.borrow_mut();
+            let object = objects.entry((family.class(), host.name.clone())).or_default();
+            let args = [key];
+            let mut step = |asked: Option<(&str, &std::result::Result<Value, RpcError>)>| {
+                object.store.in_transaction(|store| hook_driver::get_step(store, family, Visibility::Active, Args(&args), asked))
+            };
+            match step(None) {
+                Ok(GetStep::Ask(run_id)) => {
+                    let status = Ok(Value::str(self.fleet.world.runs.borrow().get(&run_id).map_or("missing", String::as_str)));
+                    match step(Some((&run_id, &status))) {
+                        Ok(GetStep::Answer(v)) => Ok(v),
+                        other => panic!("a second step did not answer: {other:?}"),
+                    }
+                }
+                Ok(GetStep::Answer(v)) => Ok(v),
+                Err(e) => Err(e),
+            }
+        };
+        assert_eq!(stepped, result, "get in steps and the driver's get differ");
         if let Ok(Value::String(hook)) = &result {
             let owner = Owner::from_serialized(hook).expect("a published hook names its owner");
             let status = self.fleet.world.runs.borrow().get(&owner.run_id).cloned();
