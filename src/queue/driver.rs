@@ -54,6 +54,36 @@ pub fn from_cache(cache: &LifecycleCache, runs: Vec<String>, now: i64) -> (Vec<S
     runs.into_iter().filter(|r| !cache.leased(r, now)).partition(|r| cache.contains(r))
 }
 
+/// The [`Lifecycle`] a run-guarded call's transaction uses, when what this instance knows
+/// decides every run `method` must check ([`runs_to_check`]): runs it has seen expired or
+/// holds a running lease of at `now`, and `answered` (a run its class has just asked about,
+/// and whether it is expired; the answer already taken by [`LifecycleCache::answered`]).
+/// Otherwise `Err` with the first run still to ask. The step form of [`ask`], for the
+/// shell's synchronous path (the class asks between the steps). Read-only.
+pub fn known_lifecycle(
+    store: &mut dyn Store,
+    config: &Config,
+    cache: &LifecycleCache,
+    method: &str,
+    args: Args,
+    now: i64,
+    answered: Option<(&str, bool)>,
+) -> Result<Result<Lifecycle, String>, RpcError> {
+    let runs = runs_to_check(store, config, method, args)?;
+    let (mut expired, unknown) = from_cache(cache, runs, now);
+    for run_id in unknown {
+        match answered {
+            Some((asked, is_expired)) if asked == run_id => {
+                if is_expired {
+                    expired.push(run_id);
+                }
+            }
+            _ => return Ok(Err(run_id)),
+        }
+    }
+    Ok(Ok(Lifecycle::expired(expired)))
+}
+
 /// Ask about every run in `runs`: the [`Lifecycle`] the transaction then uses.
 pub async fn ask<H: QueueHost>(host: &H, cache: &LifecycleCache, runs: &[String]) -> Result<Lifecycle, RpcError> {
     let mut expired = Vec::new();

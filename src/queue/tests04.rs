@@ -165,6 +165,39 @@ impl Sim {
         json(&self.rpc(method, args).expect(method))
     }
 
+    /// [`Sim::rpc`] as the shell's synchronous path serves it: steps of
+    /// `driver::known_lifecycle`, the run DO asked between them (as the JavaScript class
+    /// does) and each answer taken by `LifecycleCache::answered` with the epoch of its ask.
+    fn rpc_steps(&mut self, method: &str, args: Vec<Value>) -> Result<Value, RpcError> {
+        let config = self.config.clone();
+        self.runs.now.set(self.now);
+        let mut answered: Option<(String, bool)> = None;
+        for _ in 0..3 {
+            let known = answered.as_ref().map(|(run, expired)| (run.as_str(), *expired));
+            match driver::known_lifecycle(&mut self.store, &config, &self.cache, method, Args(&args), self.now, known)? {
+                Ok(lifecycle) => {
+                    let mut alarm = Alarm::new(self.alarm);
+                    let ctx = Ctx { now: self.now, name: "q:0", config: &config };
+                    let r = self.tx(|s| call_checked(s, &ctx, &mut alarm, method, Args(&args), &lifecycle));
+                    if r.is_ok() {
+                        self.apply(alarm.change());
+                    }
+                    return r;
+                }
+                Err(run_id) => {
+                    let epoch = self.cache.epoch();
+                    let (lease, answer) = match block_on(self.runs.lifecycle_lease(&run_id))? {
+                        Some(answer) => (true, answer),
+                        None => (false, block_on(self.runs.lifecycle_status(&run_id))?),
+                    };
+                    let expired = self.cache.answered(&run_id, epoch, lease, &answer, self.now);
+                    answered = Some((run_id, expired));
+                }
+            }
+        }
+        panic!("{method}: still asking after three answers");
+    }
+
     fn claim(&mut self, live: &dyn Fn(&str) -> bool) -> Result<Vec<Claimed>, RpcError> {
         let mut alarm = Alarm::unknown();
         let (now, config) = (self.now, self.config.clone());
@@ -738,6 +771,52 @@ fn missing_runs_and_holders_without_a_name_get_no_lease() {
     enqueue_for(&mut sim, "m3", "wrun_b");
     enqueue_for(&mut sim, "m4", "wrun_b");
     assert_eq!(sim.runs.calls(), 4, "without leases every enqueue asks");
+}
+
+/// The shell's synchronous path (`driver::known_lifecycle`, the run DO asked by the class
+/// between two calls) answers, stores and asks exactly what the asynchronous path
+/// (`driver::ask`, then the transaction) does: enqueues naming active, terminal, expired
+/// and missing runs, with and without leases, across lease expiries, a run expiring with
+/// its revocation, and the queue's own expiry fence.
+#[test]
+fn enqueue_in_steps_is_enqueue_after_the_ask() {
+    for leases in [None, Some(60_000)] {
+        let (mut asked, mut steps) = (Sim::new(), Sim::new());
+        for sim in [&mut asked, &mut steps] {
+            sim.runs.lease_ms.set(leases);
+            sim.runs.set("wrun_a", "active");
+            sim.runs.set("wrun_t", "terminal");
+            sim.runs.set("wrun_x", "expired");
+        }
+        let runs = ["wrun_a", "wrun_t", "wrun_x", "wrun_missing", "wrun_f"];
+        for i in 0..60 {
+            if i % 7 == 6 {
+                asked.now += 25_000;
+                steps.now += 25_000;
+            }
+            if i == 30 {
+                // The run DO expires wrun_a and revokes the leases it granted.
+                for sim in [&mut asked, &mut steps] {
+                    sim.runs.set("wrun_a", "expired");
+                    sim.cache.revoke("wrun_a");
+                }
+            }
+            if i == 40 {
+                // The queue's own fence for wrun_f (a retention cleanup's expireRun).
+                for sim in [&mut asked, &mut steps] {
+                    sim.rpc("expireRun", vec![Value::str("wrun_f")]).expect("expireRun");
+                }
+            }
+            let run = runs[i % runs.len()];
+            let args = vec![delayed(request(&format!("m{i}"), Some(run)), 3600.0)];
+            let (a, b) = (asked.rpc("enqueue", args.clone()), steps.rpc_steps("enqueue", args));
+            assert_eq!(a, b, "enqueue {i} naming {run} (leases {leases:?})");
+        }
+        assert_eq!(asked.store.data, steps.store.data, "leases {leases:?}");
+        assert_eq!(asked.alarm, steps.alarm);
+        assert_eq!(*asked.runs.calls.borrow(), *steps.runs.calls.borrow(), "the same asks (leases {leases:?})");
+        assert_eq!(asked.cache.held(asked.now), steps.cache.held(steps.now));
+    }
 }
 
 /// A revocation that reaches the holder while its grant is still on the way back (two

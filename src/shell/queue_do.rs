@@ -1,10 +1,13 @@
 //! `QueueDO` class: the queue core's RPC methods plus the alarm loop that delivers
 //! messages over HTTP (spec `queue-do.md` §4).
 //!
-//! * **RPC** (`rpcAsync`, called by the JavaScript class's `call`): read the alarm if the method needs it, run the core method in one
-//!   `transactionSync`, then apply the alarm change right after the commit (the platform's
-//!   alarm API is asynchronous and not part of the KV transaction; the set is issued before
-//!   anything else can run, so no other call observes the gap).
+//! * **RPC**: `rpcCall` (synchronous, one buffered call from the alarm the class read; a
+//!   run it must ask about first is asked by the class between two calls, status 3 in
+//!   `serve.rs`), or `rpcAsync` (a fresh instance's first call, and the fallbacks): read
+//!   the alarm if the method needs it, ask, run the core method in one `transactionSync`,
+//!   then apply the alarm change right after the commit (the platform's alarm API is
+//!   asynchronous and not part of the KV transaction; the set is issued before anything
+//!   else can run, so no other call observes the gap).
 //! * **Alarm**: a claim transaction ([`claim`]), then one HTTP POST per claimed message,
 //!   concurrently, each settled in its own transaction as it finishes ([`settle`]). The
 //!   handler awaits its deliveries (the object stays alive until they settle) and, while
@@ -38,7 +41,10 @@ use super::alarm::apply_alarm;
 use super::call::call_env;
 use super::env::config;
 use super::kv::{in_transaction, read_only, run_sync, ObjectStorage, Writes};
-use super::serve::{alarm_slot, args_or_refusal, class_alarm, fallback_reply, go_async, lease_holder_reply, now_ms, result_reply};
+use super::serve::{
+    alarm_slot, args_or_refusal, ask_reply, asked_answer, class_alarm, fallback_reply, go_async, lease_holder_reply, now_ms, result_reply,
+    Asked,
+};
 use crate::config::Config;
 use crate::hop::{Args, Ctx};
 use crate::leases::HolderName;
@@ -181,6 +187,36 @@ fn to_rpc(e: worker::Error) -> RpcError {
     RpcError::error(e.to_string())
 }
 
+/// What a queue call's transaction knows of the runs it must check ([`QueueObject::transact`]).
+#[derive(Clone, Copy)]
+enum Known<'a> {
+    /// The run DOs' answers (the asynchronous path asked them all).
+    Asked(&'a Lifecycle),
+    /// The instance's lifecycle cache, and the run its class has just asked about with
+    /// whether it is expired (the synchronous path).
+    Cached(Option<(&'a str, bool)>),
+}
+
+/// A queue call's transaction: its answer, or the run to ask first (nothing written).
+enum Served {
+    Done(Value),
+    Ask(String),
+}
+
+impl QueueObject {
+    /// The ask `run_is_expired` makes through [`QueueHost`], as a status-3 reply tagged with
+    /// the revocation epoch it is made at.
+    fn ask_lease(&self, run_id: &str) -> Array {
+        let runs = Binding::Runs.env_name();
+        let epoch = self.lifecycle.epoch() as f64;
+        let Some(holder) = self.name.get() else { return ask_reply(runs, run_id, LIFECYCLE_METHOD, b"[]", epoch) };
+        match Value::Array(vec![Value::String(holder)]).to_json() {
+            Ok(body) => ask_reply(runs, run_id, LEASE_METHOD, body.as_bytes(), epoch),
+            Err(e) => result_reply(Err(e.into()), f64::NAN),
+        }
+    }
+}
+
 impl QueueHost for QueueObject {
     async fn lifecycle_status(&self, run_id: &str) -> std::result::Result<Value, RpcError> {
         let env_name = Binding::Runs.env_name();
@@ -299,9 +335,10 @@ impl QueueObject {
     /// see [`Writes`]); `None` on the asynchronous path, where this call opens a
     /// transaction.
     ///
-    /// `lifecycle`: the run DOs' answers for the runs the call must check, or `None` on the
-    /// synchronous path, which then answers `Ok(None)` when a run still has to be asked
-    /// (the call continues on the asynchronous path).
+    /// `lifecycle`: the run DOs' answers for the runs the call must check
+    /// ([`Known::Asked`], the asynchronous path), or what this instance knows and the
+    /// class has just asked ([`Known::Cached`], the synchronous path), which answers
+    /// [`Served::Ask`] with nothing written when a run still has to be asked.
     fn transact(
         &self,
         method: &str,
@@ -309,24 +346,22 @@ impl QueueObject {
         args: &[Value],
         alarm: &mut Alarm,
         writes: Option<Writes>,
-        lifecycle: Option<&Lifecycle>,
-    ) -> std::result::Result<std::result::Result<Option<Value>, RpcError>, Fallback> {
+        lifecycle: Known,
+    ) -> std::result::Result<std::result::Result<Served, RpcError>, Fallback> {
         let ctx = Ctx { now: now_ms(), name, config: &self.config };
         let mut core = |store: &mut dyn Store| {
             let known;
             let lifecycle = match lifecycle {
-                Some(l) => l,
-                None => {
-                    let runs = driver::runs_to_check(store, &self.config, method, Args(args))?;
-                    let (cached, unknown) = driver::from_cache(&self.lifecycle, runs, ctx.now);
-                    if !unknown.is_empty() {
-                        return Ok(None);
+                Known::Asked(l) => l,
+                Known::Cached(answered) => {
+                    match driver::known_lifecycle(store, &self.config, &self.lifecycle, method, Args(args), ctx.now, answered)? {
+                        Ok(l) => known = l,
+                        Err(run_id) => return Ok(Served::Ask(run_id)),
                     }
-                    known = Lifecycle::expired(cached);
                     &known
                 }
             };
-            queue::call_checked(store, &ctx, alarm, method, Args(args), lifecycle).map(Some)
+            queue::call_checked(store, &ctx, alarm, method, Args(args), lifecycle).map(Served::Done)
         };
         let memo = &self.memo;
         let watched = move |store: &mut dyn Store| core(&mut MemoWatch::new(store, memo));
@@ -335,7 +370,7 @@ impl QueueObject {
             None => Ok(in_transaction(&self.storage, watched)),
         };
         let kicks = matches!(method, "enqueue" | "redriveDeadLetter" | "rearmAlarm" | "expireRun" | "acknowledgeExpireRun");
-        if self.looping.get() && matches!(outcome, Ok(Ok(Some(_)))) && kicks {
+        if self.looping.get() && matches!(outcome, Ok(Ok(Served::Done(_)))) && kicks {
             self.kick.fire();
         }
         outcome
@@ -361,9 +396,9 @@ impl QueueObject {
             Err(e) => return result_reply(Err(e), f64::NAN),
         };
         let mut alarm = Self::starting_alarm(method, current);
-        let result = match self.transact(method, name, &args, &mut alarm, None, Some(&lifecycle)) {
-            Ok(Ok(Some(v))) => self.apply_alarm(&alarm).await.map(|()| v),
-            Ok(Ok(None)) => Err(RpcError::error("queue lifecycle check did not run")),
+        let result = match self.transact(method, name, &args, &mut alarm, None, Known::Asked(&lifecycle)) {
+            Ok(Ok(Served::Done(v))) => self.apply_alarm(&alarm).await.map(|()| v),
+            Ok(Ok(Served::Ask(_))) => Err(RpcError::error("queue lifecycle check did not run")),
             Ok(Err(e)) => Err(e),
             // Not produced without a mode (`in_transaction` above).
             Err(_) => Err(RpcError::error("queue call did not run in its transaction")),
@@ -621,12 +656,14 @@ impl QueueObject {
         queue::ALARM_READERS.join(",")
     }
 
-    /// One RPC served synchronously: `[status, body, alarm]` (see `serve.rs`), or status 0
+    /// One RPC served synchronously: `[status, body, alarm]` (see `serve.rs`); status 3 when
+    /// a run must be asked first (its lifecycle lease, as `run_is_expired` asks; nothing
+    /// written), `asked` being the class's answer to that ask on the next call; status 0
     /// until this instance has looked for deliveries a previous one left in flight
     /// (`rpcAsync` does that first). `current` is the alarm the class read before the call
     /// for the [`alarm readers`](Self::alarm_readers) (`-1` none set), else `NaN`.
     #[wasm_bindgen(js_name = rpcCall)]
-    pub fn rpc_call(&self, method: &str, name: &str, body: &[u8], direct: bool, current: f64) -> Array {
+    pub fn rpc_call(&self, method: &str, name: &str, body: &[u8], direct: bool, current: f64, asked: JsValue) -> Array {
         if let Some(reply) = lease_holder_reply(&self.lifecycle, method, body) {
             return reply;
         }
@@ -639,12 +676,24 @@ impl QueueObject {
             Ok(a) => a,
             Err(refusal) => return refusal,
         };
+        // The answer to the previous step's ask, taken as `run_is_expired` takes one after
+        // its await (a lease kept unless a revocation came in since the tag's epoch).
+        let answered = match asked_answer(&asked, Binding::Runs.env_name()) {
+            Some(Asked { answer: Err(e), .. }) => return result_reply(Err(e), f64::NAN),
+            Some(Asked { name: run_id, method: asked, tag, answer: Ok(answer) }) => {
+                let epoch = if tag >= 0.0 { tag as u64 } else { u64::MAX };
+                let expired = self.lifecycle.answered(&run_id, epoch, asked == LEASE_METHOD, &answer, now_ms());
+                Some((run_id, expired))
+            }
+            None => None,
+        };
+        let answered = answered.as_ref().map(|(run_id, expired)| (run_id.as_str(), *expired));
         let mut alarm = Self::starting_alarm(method, current.flatten());
         let writes = Writes::of(method, &queue::READ_ONLY, direct);
-        let result = match self.transact(method, name, &args, &mut alarm, Some(writes), None) {
-            Ok(Ok(Some(v))) => Ok(v),
-            // A run must be asked first: nothing was written; continue asynchronously.
-            Ok(Ok(None)) => return go_async(),
+        let result = match self.transact(method, name, &args, &mut alarm, Some(writes), Known::Cached(answered)) {
+            Ok(Ok(Served::Done(v))) => Ok(v),
+            // A run must be asked first: nothing was written; the class asks it.
+            Ok(Ok(Served::Ask(run_id))) => return self.ask_lease(&run_id),
             Ok(Err(e)) => Err(e),
             Err(fallback) => return fallback_reply(&fallback),
         };
