@@ -200,20 +200,17 @@ fn publish_decided(
 
 /// Is `method` one of the lifecycle-checked methods (which need [`call`] and a host)?
 pub fn is_lifecycle_checked(family: Family, method: &str) -> bool {
-    method == "get" || method == family.publish_method() || method == LEGACY_GET || method == LEGACY_PUBLISH
+    read_visibility(method).is_some() || publication_visibility(family, method).is_some()
 }
 
-/// Dispatch any method of the class: the lifecycle-checked ones through the driver, the
-/// others as one transaction of [`super::call`].
+/// Dispatch any method of the class: the lifecycle-checked ones through the driver (by
+/// [`read_visibility`] and [`publication_visibility`], the shell's synchronous path's
+/// rules too), the others as one transaction of [`super::call`].
 pub async fn call<H: ShardHost>(host: &H, family: Family, method: &str, args: Args<'_>) -> Result<Value, RpcError> {
-    if method == "get" {
-        get(host, family, Visibility::Active, args).await
-    } else if method == family.publish_method() {
-        publish(host, family, Visibility::Active, args).await
-    } else if method == LEGACY_GET {
-        get(host, family, Visibility::NotEnded, args).await
-    } else if method == LEGACY_PUBLISH {
-        publish(host, family, Visibility::NotEnded, args).await
+    if let Some(visibility) = read_visibility(method) {
+        get(host, family, visibility, args).await
+    } else if let Some(visibility) = publication_visibility(family, method) {
+        publish(host, family, visibility, args).await
     } else {
         host.transact(|store, now, alarm| super::call(store, family, now, alarm, method, args)).await
     }
