@@ -42,8 +42,8 @@ use super::call::call_env;
 use super::env::config;
 use super::kv::{in_transaction, read_only, run_sync, ObjectStorage, Writes};
 use super::serve::{
-    alarm_slot, args_or_refusal, ask_reply, asked_answer, class_alarm, fallback_reply, go_async, lease_holder_reply, now_ms, result_reply,
-    Asked,
+    alarm_slot, args_or_refusal, asked_answer, class_alarm, fallback_reply, go_async, lease_holder_reply, lifecycle_ask_reply, now_ms,
+    result_reply,
 };
 use crate::config::Config;
 use crate::hop::{Args, Ctx};
@@ -204,16 +204,10 @@ enum Served {
 }
 
 impl QueueObject {
-    /// The ask `run_is_expired` makes through [`QueueHost`], as a status-3 reply tagged with
-    /// the revocation epoch it is made at.
-    fn ask_lease(&self, run_id: &str) -> Array {
-        let runs = Binding::Runs.env_name();
-        let epoch = self.lifecycle.epoch() as f64;
-        let Some(holder) = self.name.get() else { return ask_reply(runs, run_id, LIFECYCLE_METHOD, b"[]", epoch) };
-        match Value::Array(vec![Value::String(holder)]).to_json() {
-            Ok(body) => ask_reply(runs, run_id, LEASE_METHOD, body.as_bytes(), epoch),
-            Err(e) => result_reply(Err(e.into()), f64::NAN),
-        }
+    /// The arguments of this shard's `leaseLifecycle` (its name), `None` until it knows its
+    /// name (it cannot hold leases yet).
+    fn lease_args(&self) -> Option<Vec<Value>> {
+        self.name.get().map(|holder| vec![Value::String(holder)])
     }
 }
 
@@ -224,9 +218,8 @@ impl QueueHost for QueueObject {
     }
 
     async fn lifecycle_lease(&self, run_id: &str) -> std::result::Result<Option<Value>, RpcError> {
-        let Some(holder) = self.name.get() else { return Ok(None) };
+        let Some(args) = self.lease_args() else { return Ok(None) };
         let env_name = Binding::Runs.env_name();
-        let args = vec![Value::String(holder)];
         call_env(&self.env, env_name, || RpcError::error(MISSING_RUNS_BINDING), run_id, LEASE_METHOD, args).await.map(Some)
     }
 
@@ -678,14 +671,10 @@ impl QueueObject {
         };
         // The answer to the previous step's ask, taken as `run_is_expired` takes one after
         // its await (a lease kept unless a revocation came in since the tag's epoch).
-        let answered = match asked_answer(&asked, Binding::Runs.env_name()) {
-            Some(Asked { answer: Err(e), .. }) => return result_reply(Err(e), f64::NAN),
-            Some(Asked { name: run_id, method: asked, tag, answer: Ok(answer) }) => {
-                let epoch = if tag >= 0.0 { tag as u64 } else { u64::MAX };
-                let expired = self.lifecycle.answered(&run_id, epoch, asked == LEASE_METHOD, &answer, now_ms());
-                Some((run_id, expired))
-            }
-            None => None,
+        let asked = asked_answer(&asked, Binding::Runs.env_name()).map(|a| a.into_lifecycle(&self.lifecycle, now_ms()));
+        let answered = match asked.transpose() {
+            Ok(answered) => answered,
+            Err(e) => return result_reply(Err(e), f64::NAN),
         };
         let answered = answered.as_ref().map(|(run_id, expired)| (run_id.as_str(), *expired));
         let mut alarm = Self::starting_alarm(method, current.flatten());
@@ -693,7 +682,7 @@ impl QueueObject {
         let result = match self.transact(method, name, &args, &mut alarm, Some(writes), Known::Cached(answered)) {
             Ok(Ok(Served::Done(v))) => Ok(v),
             // A run must be asked first: nothing was written; the class asks it.
-            Ok(Ok(Served::Ask(run_id))) => return self.ask_lease(&run_id),
+            Ok(Ok(Served::Ask(run_id))) => return lifecycle_ask_reply(&self.lifecycle, &run_id, self.lease_args()),
             Ok(Err(e)) => Err(e),
             Err(fallback) => return fallback_reply(&fallback),
         };

@@ -35,10 +35,11 @@ use wasm_bindgen::JsValue;
 use super::kv::{run_sync, ObjectStorage, Writes};
 use crate::config::Config;
 use crate::hop::{answer, decode_args, Args, Ctx};
-use crate::leases::{LifecycleCache, HELD_METHOD, REVOKE_METHOD};
+use crate::leases::{LifecycleCache, HELD_METHOD, LEASE_METHOD, LIFECYCLE_METHOD, REVOKE_METHOD};
 use crate::store::alarm::{Alarm, AlarmChange};
 use crate::store::buffered::Fallback;
 use crate::store::Store;
+use crate::wire::router::Binding;
 use crate::wire::{RpcError, Value};
 
 /// Current time in epoch milliseconds.
@@ -111,6 +112,33 @@ pub fn asked_answer(asked: &JsValue, env_name: &str) -> Option<Asked> {
     let bytes = Uint8Array::new(&asked.get(2)).to_vec();
     let answer = super::call::answer_of(env_name, &name, &method, status, bytes);
     Some(Asked { name, method, tag: asked.get(4).as_f64().unwrap_or(f64::NAN), answer })
+}
+
+/// A lease holder's lifecycle ask (the one `crate::leases::run_is_expired` makes) as a
+/// status-3 reply: `leaseLifecycle(...lease_args)` of the run when the holder can hold
+/// leases (`lease_args`: its name, and its kind where it has one), else
+/// `getLifecycleStatus()`; tagged with the cache's revocation epoch.
+pub fn lifecycle_ask_reply(cache: &LifecycleCache, run_id: &str, lease_args: Option<Vec<Value>>) -> Array {
+    let runs = Binding::Runs.env_name();
+    let epoch = cache.epoch() as f64;
+    let Some(args) = lease_args else { return ask_reply(runs, run_id, LIFECYCLE_METHOD, b"[]", epoch) };
+    match Value::Array(args).to_json() {
+        Ok(body) => ask_reply(runs, run_id, LEASE_METHOD, body.as_bytes(), epoch),
+        Err(e) => result_reply(Err(e.into()), f64::NAN),
+    }
+}
+
+impl Asked {
+    /// The answer to a [`lifecycle_ask_reply`], taken as `run_is_expired` takes one after
+    /// its await ([`LifecycleCache::answered`] at the tag's epoch; a tag that is no epoch
+    /// matches none, so no lease is kept): the run asked and whether it is expired, or the
+    /// ask's error.
+    pub fn into_lifecycle(self, cache: &LifecycleCache, now: i64) -> Result<(String, bool), RpcError> {
+        let answer = self.answer?;
+        let epoch = if self.tag >= 0.0 { self.tag as u64 } else { u64::MAX };
+        let expired = cache.answered(&self.name, epoch, self.method == LEASE_METHOD, &answer, now);
+        Ok((self.name, expired))
+    }
 }
 
 /// The reply of a core result.

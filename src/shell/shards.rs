@@ -27,8 +27,8 @@ use super::call::call_env;
 use super::env::config;
 use super::kv::{in_transaction, read_only, ObjectStorage};
 use super::serve::{
-    args_or_refusal, ask_reply, asked_answer, class_alarm, go_async, lease_holder_reply, now_ms, result_reply, serve_args, serve_sync,
-    Asked,
+    args_or_refusal, ask_reply, asked_answer, class_alarm, go_async, lease_holder_reply, lifecycle_ask_reply, now_ms, result_reply,
+    serve_args, serve_sync,
 };
 use crate::catalog::lease::{self, Plan, UPSERT_RUN_KEY};
 use crate::catalog::records::text;
@@ -94,9 +94,8 @@ impl LifecycleHost for CatalogObject {
     }
 
     async fn lifecycle_lease(&self, run_id: &str) -> Result<Option<Value>, RpcError> {
-        let Some(holder) = self.name.get() else { return Ok(None) };
+        let Some(args) = self.lease_args() else { return Ok(None) };
         let runs = Binding::Runs.env_name();
-        let args = vec![Value::String(holder), Value::str(CATALOG_KIND)];
         call_env(&self.env, runs, || RpcError::error(MISSING_RUNS_FOR_INDEX), run_id, LEASE_METHOD, args).await.map(Some)
     }
 
@@ -106,16 +105,10 @@ impl LifecycleHost for CatalogObject {
 }
 
 impl CatalogObject {
-    /// The ask `run_is_expired` makes through [`LifecycleHost`], as a status-3 reply tagged
-    /// with the revocation epoch it is made at.
-    fn ask_lease(&self, run_id: &str) -> Array {
-        let runs = Binding::Runs.env_name();
-        let epoch = self.lifecycle.epoch() as f64;
-        let Some(holder) = self.name.get() else { return ask_reply(runs, run_id, LIFECYCLE_METHOD, b"[]", epoch) };
-        match Value::Array(vec![Value::String(holder), Value::str(CATALOG_KIND)]).to_json() {
-            Ok(body) => ask_reply(runs, run_id, LEASE_METHOD, body.as_bytes(), epoch),
-            Err(e) => result_reply(Err(e.into()), f64::NAN),
-        }
+    /// The arguments of this shard's `leaseLifecycle` (its name and kind), `None` until it
+    /// knows its name (it cannot hold leases yet).
+    fn lease_args(&self) -> Option<Vec<Value>> {
+        self.name.get().map(|holder| vec![Value::String(holder), Value::str(CATALOG_KIND)])
     }
 
     /// The upsert's transaction (the core's `upsertKey`).
@@ -163,19 +156,15 @@ impl CatalogObject {
                 Plan::Upsert => self.upsert(name, &args, direct),
                 Plan::Refuse => refused(),
                 // The answer to this run's ask (what `run_is_expired` does after its await).
-                Plan::Ask => match asked_answer(&asked, Binding::Runs.env_name()).filter(|a| a.name == run_id) {
-                    Some(Asked { answer: Err(e), .. }) => result_reply(Err(e), f64::NAN),
-                    Some(Asked { answer: Ok(answer), method, tag, .. }) => {
-                        // A tag that is no epoch (NaN) matches none: no lease is kept.
-                        let epoch = if tag >= 0.0 { tag as u64 } else { u64::MAX };
-                        if self.lifecycle.answered(&run_id, epoch, method == LEASE_METHOD, &answer, now) {
-                            refused()
-                        } else {
-                            self.upsert(name, &args, direct)
-                        }
+                Plan::Ask => {
+                    let asked = asked_answer(&asked, Binding::Runs.env_name()).filter(|a| a.name == run_id);
+                    match asked.map(|a| a.into_lifecycle(&self.lifecycle, now)) {
+                        Some(Err(e)) => result_reply(Err(e), f64::NAN),
+                        Some(Ok((_, true))) => refused(),
+                        Some(Ok((_, false))) => self.upsert(name, &args, direct),
+                        None => lifecycle_ask_reply(&self.lifecycle, &run_id, self.lease_args()),
                     }
-                    None => self.ask_lease(&run_id),
-                },
+                }
             };
         }
         if !crate::catalog::reads_alarm(method) {
