@@ -326,7 +326,7 @@ export const CPU_WORKLOADS = {
     ops: 400,
     warm: 40,
     lane: (ctx, lane, phase) => {
-      const events = [laneEvent(0), laneEvent(1), { eventType: "run_completed", specVersion: 6, eventData: { output: STEP_INPUT } }];
+      const events = zeroStepRun();
       return async (k) => {
         const runId = `wrun_bench_r0_${ctx.tag}_${phase}_${lane}_${k}`;
         for (const data of events) {
@@ -343,9 +343,8 @@ export const CPU_WORKLOADS = {
     lane: (ctx, lane, phase) => {
       return async (k) => {
         const runId = `wrun_bench_rh_${ctx.tag}_${phase}_${lane}_${k}`;
-        const hook = { eventType: "hook_created", specVersion: 6, correlationId: `hook_${runId}`, eventData: { token: `tok_${runId}` } };
-        const completed = { eventType: "run_completed", specVersion: 6, eventData: { output: STEP_INPUT } };
-        for (const data of [laneEvent(0), laneEvent(1), hook, completed]) {
+        const { hook, events } = oneHookRun(runId);
+        for (const data of events) {
           const out = await ctx.client.createEvent(runId, data);
           expect(out?.ok === true && (data !== hook || out.hook?.hookId === hook.correlationId), `${data.eventType} on ${runId}`, out);
         }
@@ -375,13 +374,7 @@ export const CPU_WORKLOADS = {
       return async (k) => {
         created ??= createEvent040(ctx, runId, laneEvent(0));
         await created;
-        const hook = { runId, hookId: `hook_${runId}_${k}`, token: `tok_${runId}_${k}`, ownerId: "bench", projectId: "bench", environment: "bench", createdAt: new Date(), specVersion: 6 };
-        const owner = { runId, hookId: hook.hookId };
-        const admission = await ctx.client040.idx("hooks", "reserve", [hook.token, owner]);
-        expect(admission?.admitted === true, `hooks/reserve ${hook.token}`, admission);
-        const out = await ctx.client040.idx("hooks", "finalize", [hook.token, hook.hookId, sharedCodec(hook), owner, admission.reservation]);
-        expect(out === null, `hooks/finalize ${hook.token}`, out);
-        ctx.requests += 2;
+        await publishHook040(ctx, benchHook(runId, `_${k}`));
       };
     },
   },
@@ -390,15 +383,11 @@ export const CPU_WORKLOADS = {
     ops: 4000,
     lane: (ctx, lane, phase) => {
       const runId = `wrun_bench_hg_${ctx.tag}_${phase}_${lane}`;
-      const hook = { runId, hookId: `hook_${runId}`, token: `tok_${runId}`, ownerId: "bench", projectId: "bench", environment: "bench", createdAt: new Date(), specVersion: 6 };
+      const hook = benchHook(runId, "");
       let published;
       const publish = async () => {
         await createEvent040(ctx, runId, laneEvent(0));
-        const owner = { runId, hookId: hook.hookId };
-        const admission = await ctx.client040.idx("hooks", "reserve", [hook.token, owner]);
-        expect(admission?.admitted === true, `hooks/reserve ${hook.token}`, admission);
-        await ctx.client040.idx("hooks", "finalize", [hook.token, hook.hookId, sharedCodec(hook), owner, admission.reservation]);
-        ctx.requests += 2;
+        await publishHook040(ctx, hook);
       };
       return async () => {
         published ??= publish();
@@ -414,7 +403,7 @@ export const CPU_WORKLOADS = {
     ops: 400,
     warm: 40,
     lane: (ctx, lane, phase) => {
-      const events = [laneEvent(0), laneEvent(1), { eventType: "run_completed", specVersion: 6, eventData: { output: STEP_INPUT } }];
+      const events = zeroStepRun();
       return async (k) => {
         const runId = `wrun_bench_r4_${ctx.tag}_${phase}_${lane}_${k}`;
         for (const data of events) await createEvent040(ctx, runId, data);
@@ -428,9 +417,8 @@ export const CPU_WORKLOADS = {
     lane: (ctx, lane, phase) => {
       return async (k) => {
         const runId = `wrun_bench_h4_${ctx.tag}_${phase}_${lane}_${k}`;
-        const hook = { eventType: "hook_created", specVersion: 6, correlationId: `hook_${runId}`, eventData: { token: `tok_${runId}` } };
-        const completed = { eventType: "run_completed", specVersion: 6, eventData: { output: STEP_INPUT } };
-        for (const data of [laneEvent(0), laneEvent(1), hook, completed]) {
+        const { hook, events } = oneHookRun(runId);
+        for (const data of events) {
           const out = await createEvent040(ctx, runId, data);
           expect(data !== hook || out.hook?.hookId === hook.correlationId, `hook_created on ${runId}`, out);
         }
@@ -438,6 +426,33 @@ export const CPU_WORKLOADS = {
     },
   },
 };
+
+/** The events of a workflow run with no steps: created, started, completed. */
+function zeroStepRun() {
+  return [laneEvent(0), laneEvent(1), { eventType: "run_completed", specVersion: 6, eventData: { output: STEP_INPUT } }];
+}
+
+/** The events of a workflow run that creates one hook and completes, and its `hook_created`. */
+function oneHookRun(runId) {
+  const hook = { eventType: "hook_created", specVersion: 6, correlationId: `hook_${runId}`, eventData: { token: `tok_${runId}` } };
+  const [created, started, completed] = zeroStepRun();
+  return { hook, events: [created, started, hook, completed] };
+}
+
+/** A hook of `runId` as the 0.4 client indexes it (`hook_<runId><suffix>`, `tok_<runId><suffix>`). */
+function benchHook(runId, suffix) {
+  return { runId, hookId: `hook_${runId}${suffix}`, token: `tok_${runId}${suffix}`, ownerId: "bench", projectId: "bench", environment: "bench", createdAt: new Date(), specVersion: 6 };
+}
+
+/** The 0.4 client's `hooks/reserve` and `hooks/finalize` of `hook` (two requests, counted). */
+async function publishHook040(ctx, hook) {
+  const owner = { runId: hook.runId, hookId: hook.hookId };
+  const admission = await ctx.client040.idx("hooks", "reserve", [hook.token, owner]);
+  expect(admission?.admitted === true, `hooks/reserve ${hook.token}`, admission);
+  const out = await ctx.client040.idx("hooks", "finalize", [hook.token, hook.hookId, sharedCodec(hook), owner, admission.reservation]);
+  expect(out === null, `hooks/finalize ${hook.token}`, out);
+  ctx.requests += 2;
+}
 
 /**
  * One event through the 0.4 client, which sends its own requests: counted here from what
