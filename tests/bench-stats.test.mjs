@@ -6,6 +6,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { pairedRatio, t975 } from "../scripts/bench/stats.mjs";
 import { formatCompare, sliceRatio } from "../scripts/bench/cpu.mjs";
+import { hostCpu, stealPct } from "../scripts/bench/proc.mjs";
 
 const close = (x, y, eps, what) => assert.ok(Math.abs(x - y) <= eps, `${what}: ${x} vs ${y}`);
 
@@ -74,4 +75,12 @@ test("formatCompare pairs no slices of builds that did not run together", () => 
   // Two separate files' builds (`--compare a.json b.json`): their slices are not pairs.
   assert.doesNotMatch(formatCompare(one, two, "a.json", "b.json", false), /# paired|2\.00 \(/);
   assert.match(formatCompare(one, two), /2\.00 \(2\.00–2\.00\)/);
+});
+
+test("host steal: the share of the machine's CPU time the host took between two samples", () => {
+  assert.equal(stealPct({ steal: 10, total: 100 }, { steal: 30, total: 200 }), 20);
+  assert.ok(Number.isNaN(stealPct({ steal: 5, total: 100 }, { steal: 5, total: 100 })));
+  const h = hostCpu();
+  assert.ok(Number.isFinite(h.steal) && Number.isFinite(h.total) && h.steal <= h.total);
+  if (process.platform === "linux") assert.ok(h.total > 0, "/proc/stat read");
 });

@@ -23,6 +23,8 @@
 // JavaScript worker that does each call's platform work (the request, one hop, the same
 // storage reads and writes, a JSON answer) and nothing else, so B/A is what a build costs
 // beyond the least a call can cost on this workerd. It serves FLOOR_WORKLOADS only.
+// Every figure also carries the host's steal over its measured part (proc.mjs): a run
+// with more than STEAL_QUIET_PCT % was not on a quiet machine, and the report says so.
 
 import { createHash } from "node:crypto";
 import { execFileSync } from "node:child_process";
@@ -36,7 +38,7 @@ import { keepAliveAgent, makeRpc } from "../../tests/lib/rpc.mjs";
 import { enqueueRequest, startQueueTarget } from "../../tests/lib/queue-target.mjs";
 import { ms13, sharedCodec, worldClient } from "../../tests/lib/world-client.mjs";
 import { worldClient040 } from "../../tests/lib/world-client-040.mjs";
-import { CLK_TCK, cpuDelta, findWorkerd, sampleCpu, workerdPids } from "./proc.mjs";
+import { CLK_TCK, cpuDelta, findWorkerd, hostCpu, sampleCpu, stealPct, workerdPids } from "./proc.mjs";
 import { pairedRatio, percentile } from "./stats.mjs";
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -596,6 +598,7 @@ function workloadFigures(latencies, d, requests, note) {
     cpuTicks: d.ticks,
     threadCpuMsPerOp: d.threadMs / n,
     opsPerS: n / (d.wallMs / 1000),
+    stealPct: d.hostTotal > 0 ? (100 * d.hostSteal) / d.hostTotal : NaN,
     p50: percentile(latencies, 50),
     p95: percentile(latencies, 95),
     p99: percentile(latencies, 99),
@@ -655,6 +658,7 @@ async function oneRun(build, names, opts) {
     const i0 = sampleCpu(proc);
     await sleep(1000);
     const idle = cpuDelta(i0, sampleCpu(proc));
+    const h0 = hostCpu();
     const results = {};
     const order = ["health", ...names.filter((n) => n !== "health"), "health"];
     for (let i = 0; i < order.length; i++) {
@@ -664,7 +668,7 @@ async function oneRun(build, names, opts) {
     }
     const health = (results.health.cpuMsPerOp + results["health (again)"].cpuMsPerOp) / 2;
     for (const r of Object.values(results)) r.xHealth = r.cpuMsPerOp / health;
-    return { workerd: { pid: proc.pid, ppid: proc.ppid }, idleCpuMsPerS: idle.ms / (idle.wallMs / 1000), healthMs: health, loadavg: os.loadavg(), workloads: results };
+    return { workerd: { pid: proc.pid, ppid: proc.ppid }, idleCpuMsPerS: idle.ms / (idle.wallMs / 1000), healthMs: health, loadavg: os.loadavg(), stealPct: stealPct(h0, hostCpu()), workloads: results };
   } finally {
     for (const close of ctx?.cleanups ?? []) await close();
     agent?.destroy();
@@ -680,11 +684,11 @@ const median = (xs) => {
 };
 
 function summarize(runs) {
-  const out = { healthMs: median(runs.map((r) => r.healthMs)), workloads: {} };
+  const out = { healthMs: median(runs.map((r) => r.healthMs)), stealPct: median(runs.map((r) => r.stealPct)), workloads: {} };
   for (const key of Object.keys(runs[0].workloads)) {
     const rs = runs.map((r) => r.workloads[key]);
     const m = {};
-    for (const f of ["ops", "requestsPerOp", "cpuMsPerOp", "userCpuMsPerOp", "sysCpuMsPerOp", "threadCpuMsPerOp", "xHealth", "opsPerS", "p50", "p95", "p99"]) m[f] = median(rs.map((r) => r[f]));
+    for (const f of ["ops", "requestsPerOp", "cpuMsPerOp", "userCpuMsPerOp", "sysCpuMsPerOp", "threadCpuMsPerOp", "xHealth", "opsPerS", "stealPct", "p50", "p95", "p99"]) m[f] = median(rs.map((r) => r[f]));
     m.xHealthMin = Math.min(...rs.map((r) => r.xHealth));
     m.xHealthMax = Math.max(...rs.map((r) => r.xHealth));
     // Interleaved runs only: every slice of every run, in run order.
@@ -712,6 +716,9 @@ function buildInfo(path) {
   return { script, commit, buildSha256: hash.digest("hex").slice(0, 16), builtAt: statSync(script).mtime.toISOString() };
 }
 
+/** Host steal (% of this machine's CPU time, `proc.mjs`) above which a run was not on a quiet machine. */
+export const STEAL_QUIET_PCT = 2;
+
 const f = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : "-");
 
 function table(header, rows) {
@@ -730,8 +737,9 @@ export function formatBuild(b, nRuns) {
     nRuns > 1 ? `${f(m.xHealth)} (${f(m.xHealthMin)}–${f(m.xHealthMax)})` : f(m.xHealth),
     f(m.opsPerS, 0),
     `${f(m.p50, 1)} / ${f(m.p95, 1)} / ${f(m.p99, 1)}`,
+    f(m.stealPct, 1),
   ]);
-  return table(["workload", "ops", "req/op", "server CPU ms/op", nRuns > 1 ? "× health (min–max)" : "× health", "ops/s", "p50 / p95 / p99 ms"], rows);
+  return table(["workload", "ops", "req/op", "server CPU ms/op", nRuns > 1 ? "× health (min–max)" : "× health", "ops/s", "p50 / p95 / p99 ms", "host steal %"], rows);
 }
 
 /**
@@ -801,6 +809,7 @@ async function interleavedRun(builds, names, opts) {
     const idle = started.map((s) => sampleCpu(s.ctx.proc));
     await sleep(1000);
     const idleDelta = started.map((s, i) => cpuDelta(idle[i], sampleCpu(s.ctx.proc)));
+    const h0 = hostCpu();
     const results = started.map(() => ({}));
     const order = ["health", ...names.filter((n) => n !== "health"), "health"];
     for (let i = 0; i < order.length; i++) {
@@ -817,7 +826,7 @@ async function interleavedRun(builds, names, opts) {
         // `ms`, `userMs`, `sysMs`, `threadMs`, `wallMs`, `ticks`: the slices' summed `cpuDelta`.
         // `slices`: each slice's own figures per operation, for the paired comparison of
         // builds (`formatCompare`): slice k of two builds ran next to each other in time.
-        acc.push({ lanes: Array.from({ length: opts.concurrency }, (_, lane) => w.lane(ctx, lane, "run")), latencies: [], slices: [], ms: 0, userMs: 0, sysMs: 0, threadMs: 0, wallMs: 0, ticks: 0, requests: 0, done: 0 });
+        acc.push({ lanes: Array.from({ length: opts.concurrency }, (_, lane) => w.lane(ctx, lane, "run")), latencies: [], slices: [], ms: 0, userMs: 0, sysMs: 0, threadMs: 0, wallMs: 0, ticks: 0, hostSteal: 0, hostTotal: 0, requests: 0, done: 0 });
       }
       await sleep(100);
       for (let slice = 0; slice < slices; slice++) {
@@ -847,6 +856,8 @@ async function interleavedRun(builds, names, opts) {
           a.threadMs += d.threadMs;
           a.wallMs += d.wallMs;
           a.ticks += d.ticks;
+          a.hostSteal += d.hostSteal;
+          a.hostTotal += d.hostTotal;
           a.requests += ctx.requests;
           a.done += count;
           await sleep(50);
@@ -858,12 +869,13 @@ async function interleavedRun(builds, names, opts) {
         results[j][key] = { ...workloadFigures(a.latencies, a, a.requests, note), slices: a.slices };
       }
     }
+    const steal = stealPct(h0, hostCpu());
     return started.map((s, j) => {
       const r = results[j];
       const health = (r.health.cpuMsPerOp + r["health (again)"].cpuMsPerOp) / 2;
       for (const x of Object.values(r)) x.xHealth = x.cpuMsPerOp / health;
       const idleMs = idleDelta[j];
-      return { workerd: { pid: s.ctx.proc.pid, ppid: s.ctx.proc.ppid }, idleCpuMsPerS: idleMs.ms / (idleMs.wallMs / 1000), healthMs: health, loadavg: os.loadavg(), workloads: r };
+      return { workerd: { pid: s.ctx.proc.pid, ppid: s.ctx.proc.ppid }, idleCpuMsPerS: idleMs.ms / (idleMs.wallMs / 1000), healthMs: health, loadavg: os.loadavg(), stealPct: steal, workloads: r };
     });
   } finally {
     for (const s of started) {
@@ -895,7 +907,7 @@ export async function cpuMode(names, opts) {
     for (const [i, b] of order.entries()) {
       const run = together ? together[i] : await oneRun(b, names, opts);
       b.runs.push(run);
-      console.log(`# run ${r + 1}/${opts.runs} build ${b.label}: workerd pid ${run.workerd.pid}, idle ${f(run.idleCpuMsPerS, 1)} ms CPU/s, health ${f(run.healthMs, 3)} ms/op (${f(run.workloads.health.cpuMsPerOp, 3)} then ${f(run.workloads["health (again)"].cpuMsPerOp, 3)}), load ${run.loadavg[0].toFixed(2)}`);
+      console.log(`# run ${r + 1}/${opts.runs} build ${b.label}: workerd pid ${run.workerd.pid}, idle ${f(run.idleCpuMsPerS, 1)} ms CPU/s, health ${f(run.healthMs, 3)} ms/op (${f(run.workloads.health.cpuMsPerOp, 3)} then ${f(run.workloads["health (again)"].cpuMsPerOp, 3)}), load ${run.loadavg[0].toFixed(2)}, host steal ${f(run.stealPct, 1)} %`);
       const checks = Object.entries(run.workloads).filter(([, m]) => m.note).map(([k, m]) => `${k} ${m.note}`);
       if (checks.length) console.log(`#   checked: ${checks.join("; ")}`);
     }
@@ -907,6 +919,9 @@ export async function cpuMode(names, opts) {
   }
   if (builds.length > 1) for (const b of builds.slice(1)) console.log("\n" + formatCompare(builds[0], b, builds[0].label, b.label));
   for (const b of builds) for (const [k, m] of Object.entries(b.summary.workloads)) if (m.xHealthMax / m.xHealthMin > 1.25) console.log(`# note: build ${b.label} ${k}: × health varies ${f(m.xHealthMin)}–${f(m.xHealthMax)} across runs (noisy machine?)`);
+  const steals = builds.flatMap((b) => b.runs.map((r) => r.stealPct)).filter(Number.isFinite);
+  if (steals.length && Math.max(...steals) > STEAL_QUIET_PCT)
+    console.log(`# note: the host took ${f(Math.min(...steals), 1)}–${f(Math.max(...steals), 1)} % of this machine's CPU time during the runs (steal, /proc/stat): not a quiet machine (≤ ${STEAL_QUIET_PCT} %); × health and CPU figures of such runs are not comparable with a quiet machine's`);
   const coarse = builds.flatMap((b) => b.runs.flatMap((r) => Object.entries(r.workloads).filter(([, m]) => m.cpuTicks < 100).map(([k, m]) => `${b.label} ${k} (${m.cpuTicks})`)));
   if (coarse.length) console.log(`# note: under 100 clock ticks of CPU (1/${CLK_TCK} s each) in ${[...new Set(coarse)].slice(0, 6).join(", ")}${coarse.length > 6 ? ", …" : ""}: figures are coarse, use more --ops`);
   if (opts.json) {

@@ -11,6 +11,12 @@
 // live or exited, in clock ticks, converted with `getconf CLK_TCK`) and, as a
 // finer-grained cross-check, the sum of the live threads' run time in nanoseconds from
 // /proc/<pid>/task/*/schedstat.
+//
+// Each sample also reads the machine's own counters (the first line of /proc/stat), so a
+// delta tells how much of the period this virtual machine's CPUs spent waiting for the
+// host ("steal"). On a shared host that share moves from 0 to 40 % within the hour, and a
+// guest's CPU time is not the same quantity under it (caches and memory bandwidth are
+// shared too): a figure measured under steal is not a quiet machine's.
 
 import { execFileSync } from "node:child_process";
 import { readFileSync, readdirSync } from "node:fs";
@@ -107,6 +113,26 @@ function threadsNs(pid) {
   return { ns, threads };
 }
 
+/** The machine's CPU counters (jiffies, all CPUs): {steal, total}; zeros where unreadable. */
+export function hostCpu() {
+  try {
+    const line = readFileSync("/proc/stat", "utf8").split("\n", 1)[0];
+    const f = line.trim().split(/\s+/).slice(1).map(Number);
+    // user nice system idle iowait irq softirq steal guest guest_nice: guest time is
+    // already counted in user and nice, so the total is the first eight fields.
+    const total = f.slice(0, 8).reduce((a, b) => a + (Number.isFinite(b) ? b : 0), 0);
+    return { steal: Number.isFinite(f[7]) ? f[7] : 0, total };
+  } catch {
+    return { steal: 0, total: 0 };
+  }
+}
+
+/** The share of the machine's CPU time stolen by the host between two `hostCpu()` samples, in % (NaN if none passed). */
+export function stealPct(a, b) {
+  const total = b.total - a.total;
+  return total > 0 ? (100 * (b.steal - a.steal)) / total : NaN;
+}
+
 /**
  * One CPU sample of the process found by findWorkerd: {ticks, ms, userMs, sysMs, threadMs,
  * threads, at}. `userMs` (utime) and `sysMs` (stime) split `ms`: the kernel's share holds
@@ -119,10 +145,10 @@ export function sampleCpu(proc) {
   const t = threadsNs(proc.pid);
   const ticks = s.utime + s.stime;
   const ms = (n) => (n * 1000) / CLK_TCK;
-  return { ticks, ms: ms(ticks), userMs: ms(s.utime), sysMs: ms(s.stime), threadMs: t.ns / 1e6, threads: t.threads, at: performance.now() };
+  return { ticks, ms: ms(ticks), userMs: ms(s.utime), sysMs: ms(s.stime), threadMs: t.ns / 1e6, threads: t.threads, host: hostCpu(), at: performance.now() };
 }
 
-/** The difference of two samples: server CPU ms (ticks; user and system), the schedstat cross-check and wall ms. */
+/** The difference of two samples: server CPU ms (ticks; user and system), the schedstat cross-check, the host's steal (%) and wall ms. */
 export function cpuDelta(a, b) {
   return {
     ms: b.ms - a.ms,
@@ -130,6 +156,8 @@ export function cpuDelta(a, b) {
     sysMs: b.sysMs - a.sysMs,
     ticks: b.ticks - a.ticks,
     threadMs: b.threadMs - a.threadMs,
+    hostSteal: b.host.steal - a.host.steal,
+    hostTotal: b.host.total - a.host.total,
     wallMs: b.at - a.at,
   };
 }
