@@ -15,7 +15,7 @@
 //                                           server CPU per operation (workerd utime+stime),
 //                                           as ms and as a multiple of GET /v1/health in
 //                                           the same run; see scripts/bench/cpu.mjs
-//   node scripts/bench.mjs cpu --floor [--build …] [--interleave [--slices N]]
+//   node scripts/bench.mjs cpu --floor [--build …] [--interleave [--slices N] [--max-steal P]]
 //                                           the same, with the floor (scripts/bench/floor:
 //                                           the least work a call can cost on this
 //                                           workerd) as build A; interleaved runs also
@@ -64,6 +64,10 @@ function parseArgs(argv) {
     else if (a === "--floor") opts.floor = true;
     else if (a === "--runs") opts.runs = int(value(i++, a), a);
     else if (a === "--slices") opts.slices = int(value(i++, a), a);
+    else if (a === "--max-steal") {
+      opts.maxSteal = Number(value(i++, a));
+      if (!(opts.maxSteal >= 0 && opts.maxSteal <= 100)) usage(`--max-steal needs a percentage, got ${argv[i]}`);
+    }
     else if (a === "--ops") opts.opsOverride = int(value(i++, a), a);
     else if (a === "--concurrency") opts.concurrency = int(value(i++, a), a);
     else if (a === "--json") opts.json = value(i++, a);
@@ -83,7 +87,7 @@ function usage(msg) {
   console.error(
     [
       "usage: node scripts/bench.mjs [events|streams|queue …] [--http]",
-      "       node scripts/bench.mjs cpu [getRun|putOwned|writeChunk|enqueue|getChunks|event …] [--http] [--runs N] [--json out.json] [--ops N] [--concurrency N] [--build path …] [--interleave [--slices N]] [--floor] [-v]",
+      "       node scripts/bench.mjs cpu [getRun|putOwned|writeChunk|enqueue|getChunks|event …] [--http] [--runs N] [--json out.json] [--ops N] [--concurrency N] [--build path …] [--interleave [--slices N] [--max-steal P]] [--floor] [-v]",
       "       node scripts/bench.mjs --compare a.json b.json",
     ].join("\n"),
   );

@@ -25,6 +25,9 @@
 // beyond the least a call can cost on this workerd. It serves FLOOR_WORKLOADS only.
 // Every figure also carries the host's steal over its measured part (proc.mjs): a run
 // with more than STEAL_QUIET_PCT % was not on a quiet machine, and the report says so.
+// With --interleave, `--max-steal P` measures again (up to STEAL_RETRIES times) a round of
+// slices during which the host took more than P % of the machine's CPU, and drops the
+// figures of the round it replaced: the comparison is then made of quiet slices.
 
 import { createHash } from "node:crypto";
 import { execFileSync } from "node:child_process";
@@ -718,6 +721,8 @@ function buildInfo(path) {
 
 /** Host steal (% of this machine's CPU time, `proc.mjs`) above which a run was not on a quiet machine. */
 export const STEAL_QUIET_PCT = 2;
+/** With --max-steal: how many times one round of slices is measured again before it is kept anyway. */
+const STEAL_RETRIES = 3;
 
 const f = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : "-");
 
@@ -829,44 +834,66 @@ async function interleavedRun(builds, names, opts) {
         acc.push({ lanes: Array.from({ length: opts.concurrency }, (_, lane) => w.lane(ctx, lane, "run")), latencies: [], slices: [], ms: 0, userMs: 0, sysMs: 0, threadMs: 0, wallMs: 0, ticks: 0, hostSteal: 0, hostTotal: 0, requests: 0, done: 0 });
       }
       await sleep(100);
+      let redone = 0;
       for (let slice = 0; slice < slices; slice++) {
         const idx = started.map((_, j) => j);
         if (slice % 2) idx.reverse();
         const count = Math.floor((perLane * (slice + 1)) / slices) - Math.floor((perLane * slice) / slices);
-        for (const j of idx) {
-          const { ctx } = started[j];
-          const a = acc[j];
-          ctx.requests = 0;
-          const c0 = sampleCpu(ctx.proc);
-          await Promise.all(
-            a.lanes.map(async (op) => {
-              for (let k = a.done; k < a.done + count; k++) {
-                const t0 = performance.now();
-                await op(k);
-                a.latencies.push(performance.now() - t0);
-              }
-            }),
-          );
-          const d = cpuDelta(c0, sampleCpu(ctx.proc));
-          const sliceOps = count * a.lanes.length;
-          a.slices.push({ cpuMsPerOp: d.ms / sliceOps, userCpuMsPerOp: d.userMs / sliceOps });
-          a.ms += d.ms;
-          a.userMs += d.userMs;
-          a.sysMs += d.sysMs;
-          a.threadMs += d.threadMs;
-          a.wallMs += d.wallMs;
-          a.ticks += d.ticks;
-          a.hostSteal += d.hostSteal;
-          a.hostTotal += d.hostTotal;
-          a.requests += ctx.requests;
-          a.done += count;
-          await sleep(50);
+        // One round: slice `slice` of every build, back to back. With --max-steal, a round
+        // during which the host took more than that share of the machine's CPU is measured
+        // again (its operations done, its figures dropped), at most STEAL_RETRIES times.
+        for (let attempt = 0; ; attempt++) {
+          const h = hostCpu();
+          const round = [];
+          for (const j of idx) {
+            const { ctx } = started[j];
+            const a = acc[j];
+            ctx.requests = 0;
+            const latencies = [];
+            const c0 = sampleCpu(ctx.proc);
+            await Promise.all(
+              a.lanes.map(async (op) => {
+                for (let k = a.done; k < a.done + count; k++) {
+                  const t0 = performance.now();
+                  await op(k);
+                  latencies.push(performance.now() - t0);
+                }
+              }),
+            );
+            round.push({ j, d: cpuDelta(c0, sampleCpu(ctx.proc)), latencies, requests: ctx.requests });
+            a.done += count;
+            await sleep(50);
+          }
+          const steal = stealPct(h, hostCpu());
+          if (opts.maxSteal !== undefined && steal > opts.maxSteal && attempt < STEAL_RETRIES) {
+            redone++;
+            if (opts.verbose) console.error(`  ${order[i]} slice ${slice + 1}: host steal ${f(steal, 1)} %, measured again`);
+            continue;
+          }
+          for (const { j, d, latencies, requests } of round) {
+            const a = acc[j];
+            const sliceOps = count * a.lanes.length;
+            a.slices.push({ cpuMsPerOp: d.ms / sliceOps, userCpuMsPerOp: d.userMs / sliceOps, stealPct: steal });
+            a.latencies.push(...latencies);
+            a.ms += d.ms;
+            a.userMs += d.userMs;
+            a.sysMs += d.sysMs;
+            a.threadMs += d.threadMs;
+            a.wallMs += d.wallMs;
+            a.ticks += d.ticks;
+            a.hostSteal += d.hostSteal;
+            a.hostTotal += d.hostTotal;
+            a.requests += requests;
+          }
+          break;
         }
       }
+      // A workload's check counts every operation done, the dropped rounds' included.
+      for (const [j, s] of started.entries()) s.ctx.state.perLane = acc[j].done;
       for (let j = 0; j < started.length; j++) {
         const a = acc[j];
         const note = w.check ? await w.check(started[j].ctx) : "";
-        results[j][key] = { ...workloadFigures(a.latencies, a, a.requests, note), slices: a.slices };
+        results[j][key] = { ...workloadFigures(a.latencies, a, a.requests, note), slices: a.slices, redoneSlices: redone };
       }
     }
     const steal = stealPct(h0, hostCpu());
@@ -889,6 +916,7 @@ async function interleavedRun(builds, names, opts) {
 export async function cpuMode(names, opts) {
   for (const n of names) if (!(n in CPU_WORKLOADS)) throw new Error(`unknown cpu workload ${n} (have: ${Object.keys(CPU_WORKLOADS).join(", ")})`);
   names = [...new Set(names)].filter((n) => n !== "health");
+  if (opts.maxSteal !== undefined && !opts.interleave) throw new Error("--max-steal measures rounds of slices again: it needs --interleave");
   if (opts.floor) {
     const unserved = names.filter((n) => !FLOOR_WORKLOADS.includes(n));
     if (unserved.length) throw new Error(`--floor serves ${FLOOR_WORKLOADS.join(", ")} only, not ${unserved.join(", ")}`);
@@ -919,6 +947,11 @@ export async function cpuMode(names, opts) {
   }
   if (builds.length > 1) for (const b of builds.slice(1)) console.log("\n" + formatCompare(builds[0], b, builds[0].label, b.label));
   for (const b of builds) for (const [k, m] of Object.entries(b.summary.workloads)) if (m.xHealthMax / m.xHealthMin > 1.25) console.log(`# note: build ${b.label} ${k}: × health varies ${f(m.xHealthMin)}–${f(m.xHealthMax)} across runs (noisy machine?)`);
+  if (opts.maxSteal !== undefined && builds[0].runs.length) {
+    const redone = builds[0].runs.flatMap((r) => Object.entries(r.workloads).filter(([, m]) => m.redoneSlices > 0).map(([k, m]) => `${k} ${m.redoneSlices}`));
+    const kept = builds[0].runs.flatMap((r) => Object.values(r.workloads).flatMap((m) => (m.slices ?? []).map((x) => x.stealPct))).filter((x) => x > opts.maxSteal);
+    console.log(`# --max-steal ${opts.maxSteal}: rounds of slices measured again for host steal above it: ${redone.length ? redone.join(", ") : "none"}; kept over it after ${STEAL_RETRIES} tries: ${kept.length}`);
+  }
   const steals = builds.flatMap((b) => b.runs.map((r) => r.stealPct)).filter(Number.isFinite);
   if (steals.length && Math.max(...steals) > STEAL_QUIET_PCT)
     console.log(`# note: the host took ${f(Math.min(...steals), 1)}–${f(Math.max(...steals), 1)} % of this machine's CPU time during the runs (steal, /proc/stat): not a quiet machine (≤ ${STEAL_QUIET_PCT} %); × health and CPU figures of such runs are not comparable with a quiet machine's`);
