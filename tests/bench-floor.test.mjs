@@ -7,7 +7,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { startWorker } from "./lib/harness.mjs";
-import { CPU_WORKLOADS, FLOOR_SCRIPT, FLOOR_WORKLOADS, drive, workloadContext } from "../scripts/bench/cpu.mjs";
+import { CPU_WORKLOADS, FLOOR_SCRIPT, FLOOR_WORKLOADS, drive, interleavedRun, workloadContext } from "../scripts/bench/cpu.mjs";
+import { SCRIPT_PATH } from "./lib/harness.mjs";
 
 const OPS_PER_LANE = 6;
 const LANES = 2;
@@ -49,4 +50,34 @@ test("the build serves every other workload of bench:cpu", async () => {
   assert.ok(others.includes("run040") && others.includes("runHook040"), others.join());
   const notes = await runWorkloads(undefined, others);
   assert.deepEqual(Object.keys(notes), others);
+});
+
+test("--max-steal measures a round of slices again while the host's steal is over the limit, at most 3 times, and keeps only the round it measured last", { skip: process.platform !== "linux" && "reads /proc" }, async () => {
+  // The rounds' host counters, faked: each round reads them before and after; a round
+  // listed as stolen sees 50 % steal. Rounds in order: health slice 1 (stolen four times:
+  // redone three times, then kept over the limit), health slice 2, event slice 1 (stolen
+  // once), event slice 2, health (again) slices 1 and 2.
+  const stolen = [true, true, true, true, false, true, false, false, false, false];
+  let calls = 0;
+  let steal = 0;
+  let total = 0;
+  const hostCpu = () => {
+    total += 100;
+    if (calls++ % 2 === 1 && stolen.shift()) steal += 50;
+    return { steal, total };
+  };
+  const opts = { concurrency: 2, slices: 2, opsOverride: 8, maxSteal: 2, hostCpu };
+  const [run] = await interleavedRun([{ label: "A", script: SCRIPT_PATH }], ["event"], opts);
+  assert.equal(stolen.length, 0, "every round read the counters");
+  const { health, event } = run.workloads;
+  const again = run.workloads["health (again)"];
+  assert.equal(health.redoneSlices, 3);
+  assert.deepEqual(health.slices.map((x) => x.stealPct), [50, 0]);
+  assert.equal(event.redoneSlices, 1);
+  assert.deepEqual(event.slices.map((x) => x.stealPct), [0, 0]);
+  assert.equal(again.redoneSlices, 0);
+  // The figures are the kept rounds' (2 × 2 lanes × 2 operations), the check counts every
+  // event written (one more round of 2 per lane).
+  assert.equal(event.ops, 8);
+  assert.equal(event.note, "12 events read back");
 });

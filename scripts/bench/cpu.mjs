@@ -789,11 +789,14 @@ export function formatCompare(a, b, la = "A", lb = "B", paired = true) {
  * `--interleave`: every build's worker runs at once, and each workload is measured in
  * `SLICES` slices per build, alternating builds slice by slice (A B B A …), so drift of
  * the machine over minutes lands on every build alike. Returns one run per build, shaped
- * like `oneRun`'s.
+ * like `oneRun`'s. `builds`: `{ label, script }`; `opts`: `concurrency`, `slices`,
+ * `opsOverride`, `transport`, `maxSteal`, `verbose` (and `hostCpu`, for a test).
  */
 const SLICES = 4;
-async function interleavedRun(builds, names, opts) {
+export async function interleavedRun(builds, names, opts) {
   const slices = opts.slices ?? SLICES;
+  // The machine's counters for --max-steal's rounds (replaceable by a test).
+  const roundHostCpu = opts.hostCpu ?? hostCpu;
   const started = [];
   try {
     for (const b of builds) {
@@ -843,7 +846,7 @@ async function interleavedRun(builds, names, opts) {
         // during which the host took more than that share of the machine's CPU is measured
         // again (its operations done, its figures dropped), at most STEAL_RETRIES times.
         for (let attempt = 0; ; attempt++) {
-          const h = hostCpu();
+          const h = roundHostCpu();
           const round = [];
           for (const j of idx) {
             const { ctx } = started[j];
@@ -864,7 +867,7 @@ async function interleavedRun(builds, names, opts) {
             a.done += count;
             await sleep(50);
           }
-          const steal = stealPct(h, hostCpu());
+          const steal = stealPct(h, roundHostCpu());
           if (opts.maxSteal !== undefined && steal > opts.maxSteal && attempt < STEAL_RETRIES) {
             redone++;
             if (opts.verbose) console.error(`  ${order[i]} slice ${slice + 1}: host steal ${f(steal, 1)} %, measured again`);
