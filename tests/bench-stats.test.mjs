@@ -5,8 +5,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { pairedRatio, t975 } from "../scripts/bench/stats.mjs";
-import { formatCompare, sliceRatio } from "../scripts/bench/cpu.mjs";
-import { hostCpu, stealPct } from "../scripts/bench/proc.mjs";
+import { formatCompare, sliceCpuField, sliceRatio } from "../scripts/bench/cpu.mjs";
+import { hostCpu, readStat, sampleCpu, stealPct, threadsDeltaMs } from "../scripts/bench/proc.mjs";
 
 const close = (x, y, eps, what) => assert.ok(Math.abs(x - y) <= eps, `${what}: ${x} vs ${y}`);
 
@@ -83,4 +83,40 @@ test("host steal: the share of the machine's CPU time the host took between two 
   const h = hostCpu();
   assert.ok(Number.isFinite(h.steal) && Number.isFinite(h.total) && h.steal <= h.total);
   if (process.platform === "linux") assert.ok(h.total > 0, "/proc/stat read");
+});
+
+test("threads' run time: taken thread by thread, a thread that exits costing only its time since the first sample", () => {
+  const ms = (pairs) => ({ byTid: new Map(pairs.map(([tid, ns]) => [String(tid), ns * 1e6])) });
+  // Thread 1 ran 2 ms, thread 2 exited (its 50 ms before the first sample are not taken
+  // off), thread 3 started and ran 4 ms, thread 4's id came back for a new thread (3 ms).
+  const a = ms([[1, 10], [2, 50], [4, 20]]);
+  const b = ms([[1, 12], [3, 4], [4, 3]]);
+  close(threadsDeltaMs(a, b), 2 + 4 + 3, 1e-9, "per-thread delta");
+  // The difference of the sums would have been 19 - 80 = -61 ms.
+  assert.equal(threadsDeltaMs({ threadMs: 80 }, { threadMs: 19 }), -61, "without per-thread figures: the sums");
+  if (process.platform === "linux") {
+    const me = { pid: process.pid, starttime: readStat(process.pid).starttime };
+    const s0 = sampleCpu(me);
+    let x = 0;
+    for (let i = 0; i < 2e7; i++) x += i % 7;
+    const s1 = sampleCpu(me);
+    assert.ok(x > 0 && s0.byTid.size > 0 && s0.threads === s0.byTid.size, "schedstat read");
+    assert.ok(threadsDeltaMs(s0, s1) > 0, "a busy loop shows in the threads' run time");
+  }
+});
+
+test("the paired CPU ratio is taken on the threads' nanoseconds when every slice has them, else on the ticks", () => {
+  const w = (ticks, threads) => ({ slices: ticks.map((t, i) => ({ cpuMsPerOp: t, userCpuMsPerOp: t, ...(threads ? { threadCpuMsPerOp: threads[i] } : {}) })) });
+  const a = w([1, 1, 1], [1, 1, 1]);
+  const b = w([1.5, 1.5, 1.5], [1.2, 1.2, 1.2]);
+  assert.equal(sliceCpuField(a, b), "threadCpuMsPerOp");
+  assert.equal(sliceCpuField(a, w([1.5, 1.5, 1.5])), "cpuMsPerOp", "one side without them (an older file)");
+  assert.equal(sliceCpuField(a, w([1.5, 1.5, 1.5], [1.2, 0, 1.2])), "cpuMsPerOp", "a slice with none read");
+  const summary = (x, cpu) => ({ summary: { healthMs: 1, workloads: { getRun: { ops: 8, requestsPerOp: 1, cpuMsPerOp: cpu, userCpuMsPerOp: cpu, xHealth: cpu, opsPerS: 1, p50: 1, p95: 1, p99: 1, ...x } } } });
+  const text = formatCompare(summary(a, 1), summary(b, 1.5));
+  assert.match(text, /1\.20 \(1\.20–1\.20\) \| +1\.50 \(1\.50–1\.50\) \|/, "CPU from the threads, user CPU from the ticks");
+  assert.match(text, /CPU: the threads' run time \(schedstat, ns\)/);
+  const old = formatCompare(summary(w([1, 1, 1]), 1), summary(w([1.5, 1.5, 1.5]), 1.5));
+  assert.match(old, /1\.50 \(1\.50–1\.50\) \| +1\.50 \(1\.50–1\.50\) \|/);
+  assert.match(old, /CPU: utime\+stime \(clock ticks\)/);
 });

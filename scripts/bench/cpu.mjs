@@ -760,6 +760,17 @@ export function sliceRatio(x, y, field) {
   );
 }
 
+/**
+ * The figure the paired CPU ratio is taken on: the threads' schedstat nanoseconds
+ * (`threadCpuMsPerOp`) when every slice of both builds has them, else the ticks
+ * (`cpuMsPerOp`, files written before slices carried both). A slice's ticks are off by up
+ * to two (proc.mjs), which on a short slice is more than the differences worth measuring.
+ */
+export function sliceCpuField(x, y) {
+  const exact = (w) => w.slices?.length && w.slices.every((s) => Number.isFinite(s.threadCpuMsPerOp) && s.threadCpuMsPerOp > 0);
+  return exact(x) && exact(y) ? "threadCpuMsPerOp" : "cpuMsPerOp";
+}
+
 const ci = (r) => (r ? `${f(r.ratio)} (${f(r.low)}–${f(r.high)})` : "-");
 
 /**
@@ -769,19 +780,23 @@ const ci = (r) => (r ? `${f(r.ratio)} (${f(r.low)}–${f(r.high)})` : "-");
 export function formatCompare(a, b, la = "A", lb = "B", paired = true) {
   const names = Object.keys(a.summary.workloads).filter((n) => n in b.summary.workloads);
   let pairs = 0;
+  let exactPairs = false;
   const rows = names.map((n) => {
     const x = a.summary.workloads[n];
     const y = b.summary.workloads[n];
     // The user share (utime), without the kernel's storage writeback: see proc.mjs.
     const user = Number.isFinite(x.userCpuMsPerOp) ? `${f(x.userCpuMsPerOp, 3)} → ${f(y.userCpuMsPerOp, 3)} (${f(y.userCpuMsPerOp / x.userCpuMsPerOp)})` : "-";
-    const cpu = paired ? sliceRatio(x, y, "cpuMsPerOp") : null;
-    if (cpu) pairs = cpu.n;
+    const cpu = paired ? sliceRatio(x, y, sliceCpuField(x, y)) : null;
+    if (cpu) {
+      pairs = cpu.n;
+      exactPairs = sliceCpuField(x, y) === "threadCpuMsPerOp";
+    }
     const userRatio = paired ? sliceRatio(x, y, "userCpuMsPerOp") : null;
     return [n, `${f(x.cpuMsPerOp, 3)} → ${f(y.cpuMsPerOp, 3)}`, `${f(x.xHealth)} → ${f(y.xHealth)}`, f(y.xHealth / x.xHealth), user, ci(cpu), ci(userRatio), `${f(x.opsPerS, 0)} → ${f(y.opsPerS, 0)}`, `${f(x.p99, 1)} → ${f(y.p99, 1)}`];
   });
   const header = ["workload", "CPU ms/op", "× health", "B/A (× health)", "user CPU ms/op (B/A)", "paired B/A CPU (95 % CI)", "paired B/A user CPU", "ops/s", "p99 ms"];
   const lines = [`${la} → ${lb}`, table(header, rows)];
-  if (pairs) lines.push(`# paired: ${pairs} slice pairs per workload (interleaved; each pair ran back to back), geometric mean of B/A and its 95 % interval (t on the logarithms); an interval that contains 1.00 is no difference at this confidence`);
+  if (pairs) lines.push(`# paired: ${pairs} slice pairs per workload (interleaved; each pair ran back to back), geometric mean of B/A and its 95 % interval (t on the logarithms); an interval that contains 1.00 is no difference at this confidence. CPU: ${exactPairs ? "the threads' run time (schedstat, ns)" : "utime+stime (clock ticks)"}; user CPU: utime (clock ticks)`);
   return lines.join("\n");
 }
 
@@ -876,7 +891,7 @@ export async function interleavedRun(builds, names, opts) {
           for (const { j, d, latencies, requests } of round) {
             const a = acc[j];
             const sliceOps = count * a.lanes.length;
-            a.slices.push({ cpuMsPerOp: d.ms / sliceOps, userCpuMsPerOp: d.userMs / sliceOps, stealPct: steal });
+            a.slices.push({ cpuMsPerOp: d.ms / sliceOps, userCpuMsPerOp: d.userMs / sliceOps, threadCpuMsPerOp: d.threadMs / sliceOps, stealPct: steal });
             a.latencies.push(...latencies);
             a.ms += d.ms;
             a.userMs += d.userMs;
