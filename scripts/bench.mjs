@@ -15,7 +15,7 @@
 //                                           server CPU per operation (workerd utime+stime),
 //                                           as ms and as a multiple of GET /v1/health in
 //                                           the same run; see scripts/bench/cpu.mjs
-//   node scripts/bench.mjs cpu --floor [--build …] [--interleave [--slices N] [--max-steal P]]
+//   node scripts/bench.mjs cpu --floor [--build …] [--interleave [--slices N] [--max-steal P]] [--paired-max T]
 //                                           the same, with the floor (scripts/bench/floor:
 //                                           the least work a call can cost on this
 //                                           workerd) as build A; interleaved runs also
@@ -68,6 +68,10 @@ function parseArgs(argv) {
       opts.maxSteal = Number(value(i++, a));
       if (!(opts.maxSteal >= 0 && opts.maxSteal <= 100)) usage(`--max-steal needs a percentage, got ${argv[i]}`);
     }
+    else if (a === "--paired-max") {
+      opts.pairedMax = Number(value(i++, a));
+      if (!(opts.pairedMax >= 1)) usage(`--paired-max needs a ratio of at least 1, got ${argv[i]}`);
+    }
     else if (a === "--ops") opts.opsOverride = int(value(i++, a), a);
     else if (a === "--concurrency") opts.concurrency = int(value(i++, a), a);
     else if (a === "--json") opts.json = value(i++, a);
@@ -87,7 +91,7 @@ function usage(msg) {
   console.error(
     [
       "usage: node scripts/bench.mjs [events|streams|queue …] [--http]",
-      "       node scripts/bench.mjs cpu [getRun|putOwned|writeChunk|enqueue|getChunks|event …] [--http] [--runs N] [--json out.json] [--ops N] [--concurrency N] [--build path …] [--interleave [--slices N] [--max-steal P]] [--floor] [-v]",
+      "       node scripts/bench.mjs cpu [getRun|putOwned|writeChunk|enqueue|getChunks|event …] [--http] [--runs N] [--json out.json] [--ops N] [--concurrency N] [--build path …] [--interleave [--slices N] [--max-steal P]] [--floor [--paired-max T]] [-v]",
       "       node scripts/bench.mjs --compare a.json b.json",
     ].join("\n"),
   );

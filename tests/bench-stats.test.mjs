@@ -5,7 +5,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { pairedRatio, t975 } from "../scripts/bench/stats.mjs";
-import { formatCompare, sliceCpuField, sliceRatio } from "../scripts/bench/cpu.mjs";
+import { formatCompare, formatJudgement, judgeTargets, sliceCpuField, sliceRatio } from "../scripts/bench/cpu.mjs";
 import { hostCpu, readStat, sampleCpu, stealPct, threadsDeltaMs } from "../scripts/bench/proc.mjs";
 
 const close = (x, y, eps, what) => assert.ok(Math.abs(x - y) <= eps, `${what}: ${x} vs ${y}`);
@@ -119,4 +119,29 @@ test("the paired CPU ratio is taken on the threads' nanoseconds when every slice
   const old = formatCompare(summary(w([1, 1, 1]), 1), summary(w([1.5, 1.5, 1.5]), 1.5));
   assert.match(old, /1\.50 \(1\.50–1\.50\) \| +1\.50 \(1\.50–1\.50\) \|/);
   assert.match(old, /CPU: utime\+stime \(clock ticks\)/);
+});
+
+test("issue #8's targets: rule (b) counts a set only when the floor meets every target, rule (a) bounds the paired ratio", () => {
+  // × health per call, and the same slices for every call.
+  const side = (x, slices = [1, 1, 1, 1]) => ({ summary: { workloads: Object.fromEntries(Object.entries(x).map(([k, v]) => [k, { xHealth: v, slices: slices.map((m) => ({ cpuMsPerOp: m, threadCpuMsPerOp: m })) }])) } });
+  const floor = side({ getRun: 1.5, putOwned: 2.2, event: 4.6, health: 1 });
+  const ours = side({ getRun: 1.62, putOwned: 2.4, event: 4.9, health: 1 }, [1.1, 1, 1.1, 1]);
+  const j = judgeTargets(floor, ours, 1.25);
+  assert.deepEqual(j.rows.map((r) => r.call), ["getRun", "putOwned", "event"], "targeted calls measured by both, in the issue's order");
+  assert.equal(j.setCounts, true);
+  assert.deepEqual(j.rows.map((r) => r.oursMeets), [false, true, true]);
+  // Ratios 1.1, 1.0, 1.1, 1.0: geometric mean 1.049, upper 95 % bound between 1.1 and 1.25.
+  const p = j.rows[0].paired;
+  assert.ok(p.high > 1.1 && p.high < 1.25 && j.rows.every((r) => r.pairedMeets === true), `paired ${p.ratio} ≤ ${p.high}`);
+  assert.ok(judgeTargets(floor, ours, 1.1).rows.every((r) => r.pairedMeets === false), "a threshold under the upper bound");
+  assert.ok(judgeTargets(floor, ours).rows.every((r) => r.pairedMeets === null), "no threshold, no verdict");
+  const text = formatJudgement(j, 1.25);
+  assert.match(text, /getRun +\| +≤ 1\.6 \| +1\.50 \(meets\) \| +1\.62 \(misses\) \| +misses \|/);
+  assert.match(text, /this set counts/);
+  // The floor over one target: no call is judged by rule (b) in that set.
+  const slow = judgeTargets(side({ getRun: 1.5, putOwned: 2.2, event: 5.1 }), ours, 1.25);
+  assert.equal(slow.setCounts, false);
+  assert.deepEqual(slow.floorOver, ["event"]);
+  assert.match(formatJudgement(slow), /putOwned +\| +≤ 2\.5 \| +2\.20 \(meets\) \| +2\.40 \(meets\) \| the set does not count \|/);
+  assert.match(formatJudgement(slow), /over the target of event: this set measured the machine/);
 });

@@ -28,6 +28,8 @@
 // With --interleave, `--max-steal P` measures again (up to STEAL_RETRIES times) a round of
 // slices during which the host took more than P % of the machine's CPU, and drops the
 // figures of the round it replaced: the comparison is then made of quiet slices.
+// With --floor the report ends with issue #8's targets judged by the two proposed rules
+// (`judgeTargets`); `--paired-max T` sets rule (a)'s threshold on the paired ratio.
 
 import { createHash } from "node:crypto";
 import { execFileSync } from "node:child_process";
@@ -800,6 +802,66 @@ export function formatCompare(a, b, la = "A", lb = "B", paired = true) {
   return lines.join("\n");
 }
 
+/** Issue #8's targets, in multiples of a `GET /v1/health` of the same run. */
+export const ISSUE8_TARGETS = { getRun: 1.6, putOwned: 2.5, writeChunk: 4.5, enqueue: 2.5, event: 5 };
+
+/**
+ * Issue #8's targets judged by the two rules proposed to the people steering (README,
+ * "Judging the targets"), from a comparison whose build A is the floor and B this worker:
+ *
+ * (a) the paired ratio to the floor (its upper 95 % bound) at most `pairedMax` for each
+ *     call, when `pairedMax` is given (the threshold is theirs to set);
+ * (b) the issue's multiples of health, counted only in a set where the floor meets every
+ *     target measured: a floor over a target measured the machine, not the worker.
+ *
+ * Returns `{ rows, setCounts, floorOver }`, one row per targeted call measured by both:
+ * `{ call, target, floor, ours, floorMeets, oursMeets, paired, pairedMeets }` (`paired` the
+ * `sliceRatio` or null; `pairedMeets` null without a threshold or an interval).
+ */
+export function judgeTargets(floor, ours, pairedMax) {
+  const rows = [];
+  for (const [call, target] of Object.entries(ISSUE8_TARGETS)) {
+    const x = floor.summary.workloads[call];
+    const y = ours.summary.workloads[call];
+    if (!x || !y) continue;
+    const paired = sliceRatio(x, y, sliceCpuField(x, y));
+    rows.push({
+      call,
+      target,
+      floor: x.xHealth,
+      ours: y.xHealth,
+      floorMeets: x.xHealth <= target,
+      oursMeets: y.xHealth <= target,
+      paired,
+      pairedMeets: paired && pairedMax !== undefined ? paired.high <= pairedMax : null,
+    });
+  }
+  const floorOver = rows.filter((r) => !r.floorMeets).map((r) => r.call);
+  return { rows, setCounts: rows.length > 0 && floorOver.length === 0, floorOver };
+}
+
+/** `judgeTargets` as the report prints it. */
+export function formatJudgement(j, pairedMax) {
+  const yes = (b) => (b ? "meets" : "misses");
+  const rows = j.rows.map((r) => [
+    r.call,
+    `≤ ${f(r.target, 1)}`,
+    `${f(r.floor)} (${yes(r.floorMeets)})`,
+    `${f(r.ours)} (${yes(r.oursMeets)})`,
+    j.setCounts ? yes(r.oursMeets) : "the set does not count",
+    r.paired ? `${f(r.paired.ratio)} (≤ ${f(r.paired.high)})` : "-",
+    r.pairedMeets === null ? "-" : yes(r.pairedMeets),
+  ]);
+  const lines = [
+    "Issue #8's targets, × health (medians of the runs)",
+    table(["call", "target", "floor", "this worker", "rule (b)", "paired / floor (upper 95 %)", pairedMax === undefined ? "rule (a): no --paired-max" : `rule (a): upper ≤ ${f(pairedMax)}`], rows),
+    j.setCounts
+      ? "# rule (b): the floor meets every target measured, so this set counts"
+      : `# rule (b): the floor itself is over the target of ${j.floorOver.join(", ")}: this set measured the machine, and does not count`,
+  ];
+  return lines.join("\n");
+}
+
 /**
  * `--interleave`: every build's worker runs at once, and each workload is measured in
  * `SLICES` slices per build, alternating builds slice by slice (A B B A …), so drift of
@@ -935,6 +997,7 @@ export async function cpuMode(names, opts) {
   for (const n of names) if (!(n in CPU_WORKLOADS)) throw new Error(`unknown cpu workload ${n} (have: ${Object.keys(CPU_WORKLOADS).join(", ")})`);
   names = [...new Set(names)].filter((n) => n !== "health");
   if (opts.maxSteal !== undefined && !opts.interleave) throw new Error("--max-steal measures rounds of slices again: it needs --interleave");
+  if (opts.pairedMax !== undefined && !opts.floor) throw new Error("--paired-max judges the paired ratio to the floor: it needs --floor");
   if (opts.floor) {
     const unserved = names.filter((n) => !FLOOR_WORKLOADS.includes(n));
     if (unserved.length) throw new Error(`--floor serves ${FLOOR_WORKLOADS.join(", ")} only, not ${unserved.join(", ")}`);
@@ -964,6 +1027,7 @@ export async function cpuMode(names, opts) {
     console.log(formatBuild(b, opts.runs));
   }
   if (builds.length > 1) for (const b of builds.slice(1)) console.log("\n" + formatCompare(builds[0], b, builds[0].label, b.label));
+  if (opts.floor && builds.length > 1) console.log("\n" + formatJudgement(judgeTargets(builds[0], builds[1], opts.pairedMax), opts.pairedMax));
   for (const b of builds) for (const [k, m] of Object.entries(b.summary.workloads)) if (m.xHealthMax / m.xHealthMin > 1.25) console.log(`# note: build ${b.label} ${k}: × health varies ${f(m.xHealthMin)}–${f(m.xHealthMax)} across runs (noisy machine?)`);
   if (opts.maxSteal !== undefined && builds[0].runs.length) {
     const redone = builds[0].runs.flatMap((r) => Object.entries(r.workloads).filter(([, m]) => m.redoneSlices > 0).map(([k, m]) => `${k} ${m.redoneSlices}`));
