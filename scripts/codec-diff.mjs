@@ -20,8 +20,12 @@ import { join } from "node:path";
 import { ROOT } from "./lib/tools.mjs";
 import { DATE_KEYS, base64ToBytes, decode } from "../tests/lib/codec.mjs";
 
-/** The ISO-8601 forms of the JavaScript Date parser (README: the codec revives only these). */
-const ISO_FORM = /^[+-]?\d{4,6}(-\d\d(-\d\d)?)?(T\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)?)?$/;
+/**
+ * The ISO-8601 forms of the JavaScript Date parser (README: the codec revives only these).
+ * The year is four digits, or six with a sign: V8 reads any other year (`20000`, `+2020`)
+ * with its legacy parser, as a legacy form.
+ */
+const ISO_FORM = /^(\d{4}|[+-]\d{6})(-\d\d(-\d\d)?)?(T\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)?)?$/;
 
 /** A JS Date that V8 made from a legacy (non-ISO) form such as `Jan 2 2020`. */
 class LegacyDate {
@@ -92,7 +96,8 @@ function generatedInputs(n) {
     out.push(Buffer.from(`[${nums.join(",")}]`));
   }
   for (const s of ["\\ud800", "\\udc00x", "\\ud83d\\ude00", "\\u0000", "\\u2028", "é", "\\\\ud800"]) out.push(Buffer.from(`["${s}"]`));
-  for (const d of ["2026-01-02T03:04:05.678Z", "2026-01-02", "+275760-09-13T00:00:00.000Z", "garbage", "2026-01-02T03:04:05Z"]) {
+  // Legacy forms among them: a year of five digits, or of four with a sign.
+  for (const d of ["2026-01-02T03:04:05.678Z", "2026-01-02", "+275760-09-13T00:00:00.000Z", "garbage", "2026-01-02T03:04:05Z", "20000", "+2020", "020000-01-01", "+020000-01-01"]) {
     out.push(Buffer.from(`[{"createdAt":"${d}","x":{"__type":"Date","iso":"${d}"}}]`));
   }
   out.push(Buffer.from(`[${"[".repeat(127)}${"]".repeat(127)}]`));
