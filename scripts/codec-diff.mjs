@@ -6,7 +6,8 @@
 // the value again (examples/codec_roundtrip.rs); Node decodes both our encoding and the
 // input with JSON.parse plus the codec's reviver (tests/lib/codec.mjs) and compares the
 // two values (Dates by time, byte arrays by bytes, strings with lone surrogates as U+FFFD,
-// -0 as 0). A Date that V8 reads from a legacy, non-ISO form (`Jan 2 2020`) is an invalid
+// -0 as 0). A Date that V8 reads with its legacy parser (`Jan 2 2020`, `20000`, or an
+// ISO-shaped string with a field out of the ISO parser's range, `0001-23`) is an invalid
 // Date for us (a documented difference): counted apart, not a divergence. A number beyond a
 // double is ±Infinity for both, written as null. An input that only one side accepts is a
 // divergence, except nesting deeper than 128 levels (README "Limits").
@@ -21,11 +22,28 @@ import { ROOT } from "./lib/tools.mjs";
 import { DATE_KEYS, base64ToBytes, decode } from "../tests/lib/codec.mjs";
 
 /**
- * The ISO-8601 forms of the JavaScript Date parser (README: the codec revives only these).
- * The year is four digits, or six with a sign: V8 reads any other year (`20000`, `+2020`)
- * with its legacy parser, as a legacy form.
+ * The ISO-8601 forms of the JavaScript Date parser (README: the codec revives only these):
+ * a year of four digits, or of six with a sign, then optional month, day, time and offset.
  */
-const ISO_FORM = /^(\d{4}|[+-]\d{6})(-\d\d(-\d\d)?)?(T\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)?)?$/;
+const ISO_FORM = /^(\d{4}|[+-]\d{6})(?:-(\d\d)(?:-(\d\d))?)?(?:T(\d\d):(\d\d)(?::(\d\d)(\.\d+)?)?(Z|[+-](\d\d):(\d\d))?)?$/;
+
+/**
+ * Whether V8 reads `text` with its ISO parser. A string of the ISO form with a field out
+ * of that parser's range (month 23, minute 60, `-000000`, hour 24 past 24:00) is handed to
+ * its legacy parser, which may still make a Date of it (`0001-23` is 2001-01-23): a legacy
+ * form, not a divergence. Other strings (`20000`, `+2020`, `Jan 2 2020`) are legacy too.
+ */
+function readByIsoParser(text) {
+  const m = ISO_FORM.exec(text);
+  if (!m) return false;
+  const [, year, month = "01", day = "01", hour = "00", minute = "00", second = "00", fraction = "", , offsetHour = "00", offsetMinute = "00"] = m;
+  const n = Number;
+  if (year === "-000000") return false;
+  if (n(month) < 1 || n(month) > 12 || n(day) < 1 || n(day) > 31) return false;
+  if (n(hour) > 24 || n(minute) > 59 || n(second) > 59) return false;
+  if (n(hour) === 24 && (n(minute) !== 0 || n(second) !== 0 || /[1-9]/.test(fraction))) return false;
+  return n(offsetHour) <= 23 && n(offsetMinute) <= 59;
+}
 
 /** A JS Date that V8 made from a legacy (non-ISO) form such as `Jan 2 2020`. */
 class LegacyDate {
@@ -39,7 +57,7 @@ class LegacyDate {
 function decodeMarked(text) {
   const toDate = (iso) => {
     const d = new Date(iso);
-    return Number.isNaN(d.getTime()) || ISO_FORM.test(iso) ? d : new LegacyDate(iso);
+    return Number.isNaN(d.getTime()) || readByIsoParser(iso) ? d : new LegacyDate(iso);
   };
   const tagged = (v, type, member) => v !== null && typeof v === "object" && !Array.isArray(v) && v.__type === type && typeof v[member] === "string";
   return JSON.parse(text, function reviver(key, value) {
@@ -96,8 +114,29 @@ function generatedInputs(n) {
     out.push(Buffer.from(`[${nums.join(",")}]`));
   }
   for (const s of ["\\ud800", "\\udc00x", "\\ud83d\\ude00", "\\u0000", "\\u2028", "é", "\\\\ud800"]) out.push(Buffer.from(`["${s}"]`));
-  // Legacy forms among them: a year of five digits, or of four with a sign.
-  for (const d of ["2026-01-02T03:04:05.678Z", "2026-01-02", "+275760-09-13T00:00:00.000Z", "garbage", "2026-01-02T03:04:05Z", "20000", "+2020", "020000-01-01", "+020000-01-01"]) {
+  // Dates of the ISO form with fields at and past the ends of their ranges, most of them
+  // out of the ISO parser's (so legacy, or invalid for both); about one in fifteen in range,
+  // where ours must equal V8's reading.
+  const pick = (a) => a[Math.floor(r() * a.length)];
+  const years = ["0000", "0001", "1969", "1970", "2020", "9999", "+000000", "-000000", "+275760", "-271821", "+275761", "-271822", "+010000", "-000001", "+002020"];
+  const two = ["00", "01", "09", "10", "12", "13", "23", "24", "25", "28", "29", "30", "31", "32", "59", "60", "99"];
+  const fractions = ["", ".0", ".5", ".05", ".999", ".9999", ".0000000001", ".123456789", ".1234567891"];
+  const offsets = ["", "Z", "+00:00", "-00:00", "+23:59", "+24:00", "-12:30", "+01:60"];
+  for (let i = 0; i < 60; i++) {
+    const dates = [];
+    for (let k = 0; k < 40; k++) {
+      let d = pick(years);
+      const shape = Math.floor(r() * 5);
+      if (shape >= 1) d += `-${pick(two)}`;
+      if (shape >= 2) d += `-${pick(two)}`;
+      if (shape >= 3) d += `T${pick(two)}:${pick(two)}${r() < 0.7 ? `:${pick(two)}${pick(fractions)}` : ""}${pick(offsets)}`;
+      dates.push(`{"__type":"Date","iso":"${d}"}`);
+    }
+    out.push(Buffer.from(`[${dates.join(",")}]`));
+  }
+  // Legacy forms among them: a year of five digits, or of four with a sign, and ISO forms
+  // with a field out of the ISO parser's range (`0001-23` is 2001-01-23 for V8).
+  for (const d of ["2026-01-02T03:04:05.678Z", "2026-01-02", "+275760-09-13T00:00:00.000Z", "garbage", "2026-01-02T03:04:05Z", "20000", "+2020", "020000-01-01", "+020000-01-01", "0001-23", "-000000-01", "2020-02-31", "2020-01-01T24:00Z", "+000000"]) {
     out.push(Buffer.from(`[{"createdAt":"${d}","x":{"__type":"Date","iso":"${d}"}}]`));
   }
   out.push(Buffer.from(`[${"[".repeat(127)}${"]".repeat(127)}]`));
