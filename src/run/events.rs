@@ -89,6 +89,15 @@ impl Sequence {
         crate::store::put_json(store, keys::EVENT_SEQUENCE, &Value::num(self.seq as f64))
     }
     /// Allocate the next slot's id.
+    ///
+    /// A position is assigned here, inside the storage transaction that writes the event
+    /// occupying it, and the counter is saved only with a committed outcome: a failure or
+    /// a thrown error takes no slot. So no position is ever left empty, and the log is
+    /// spec 7 (`SPEC_VERSION_SUPPORTS_SEALED_LOG`) by construction, with no `noop` events
+    /// to write. A change that hands positions out ahead of the commit (a sequencer, a
+    /// reservation across calls) takes on spec 7's other half: sealing every abandoned
+    /// position with a `noop` event, and reads that wait for a pending position to be
+    /// filled or sealed instead of answering a log that ends before it.
     pub fn next_id(&mut self) -> Result<String, RpcError> {
         self.seq = self.seq.checked_add(1).ok_or_else(|| RpcError::range_error("Invalid event slot"))?;
         slot_to_event_id(self.seq as f64)
@@ -214,7 +223,7 @@ pub fn append_event(store: &mut dyn Store, seq: &mut Sequence, ctx: &EventCtx<'_
         Some(v) => record.insert("resumeId".into(), v.clone()),
         None => record.remove("resumeId"),
     };
-    record.insert("specVersion".into(), Value::num(6));
+    record.insert("specVersion".into(), ctx.spec_version.clone());
     if is("run_started") {
         record.remove("eventData");
     }
@@ -250,6 +259,8 @@ pub struct EventCtx<'a> {
     pub now: i64,
     pub occurred_at: Option<&'a Value>,
     pub resume_id: Option<&'a Value>,
+    /// The call's effective spec version ([`crate::run::apply::Apply::spec_version`]).
+    pub spec_version: &'a Value,
 }
 
 #[cfg(test)]

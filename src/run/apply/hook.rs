@@ -108,7 +108,7 @@ pub fn created(cx: &mut Apply) -> Result<Outcome, RpcError> {
         m.insert(k.into(), Value::str(""));
     }
     m.insert("createdAt".into(), Value::date(cx.now));
-    m.insert("specVersion".into(), Value::num(6));
+    m.insert("specVersion".into(), cx.spec_version.clone());
     let is_webhook = cx.event_data_opt("isWebhook").filter(|v| !v.is_null()).cloned().unwrap_or(Value::Bool(false));
     m.insert("isWebhook".into(), is_webhook);
     for k in ["isSystem", "tokenRetentionUntil"] {

@@ -101,6 +101,10 @@ pub struct Apply<'a> {
     pub token_holder: Option<Value>,
     /// 0.4: `request.hookClaimId`, sent only with an admitted `hook_created`.
     pub hook_claim_id: Option<Value>,
+    /// The effective spec version of the request: `data.specVersion` when present and not
+    /// null (checked before anything is written), else [`SPEC_VERSION_FLOOR`]. Stamped on
+    /// every event this call appends and on the run, step, hook and wait it creates.
+    pub spec_version: Value,
 }
 
 impl Apply<'_> {
@@ -129,13 +133,19 @@ impl Apply<'_> {
     pub fn event_data_opt(&self, key: &str) -> Option<&Value> {
         self.event_data().and_then(|d| d.get(key))
     }
-    fn event_ctx(&self) -> (Value, Option<Value>, Option<Value>) {
-        (self.run_id.clone(), self.param("occurredAt").cloned(), self.param("resumeId").cloned())
+    fn event_ctx(&self) -> (Value, Option<Value>, Option<Value>, Value) {
+        (self.run_id.clone(), self.param("occurredAt").cloned(), self.param("resumeId").cloned(), self.spec_version.clone())
     }
     /// Append an event built from `record` (request members or a synthetic event).
     pub fn append(&mut self, record: Map) -> Result<Record, RpcError> {
-        let (run_id, occurred_at, resume_id) = self.event_ctx();
-        let ctx = EventCtx { run_id: &run_id, now: self.now, occurred_at: occurred_at.as_ref(), resume_id: resume_id.as_ref() };
+        let (run_id, occurred_at, resume_id, spec_version) = self.event_ctx();
+        let ctx = EventCtx {
+            run_id: &run_id,
+            now: self.now,
+            occurred_at: occurred_at.as_ref(),
+            resume_id: resume_id.as_ref(),
+            spec_version: &spec_version,
+        };
         append_event(self.store, &mut self.seq, &ctx, record)
     }
     /// Append an event the DO writes on its own (`hook_conflict`, lazy `step_created`): the
@@ -184,10 +194,39 @@ pub fn is_child_entity_creation(data: &Map) -> bool {
     }
 }
 
+/// The lowest Workflow spec version served (`SPEC_VERSION_SUPPORTS_SLOT_IDENTITY`): the
+/// version both clients declare, so the one the runtime stamps on `run_created` and
+/// `run_started`, and the one an event without a `specVersion` counts as.
+pub const SPEC_VERSION_FLOOR: u8 = 6;
+
+/// The highest Workflow spec version served (`SPEC_VERSION_SUPPORTS_SEALED_LOG`, the
+/// `SPEC_VERSION_MAX_SUPPORTED` of `@workflow/world` 5.0.0-beta.37). Runtime 5.0.0-beta.55
+/// stamps its step, hook, wait and terminal run events with it, and a client rebuilt on that
+/// `@workflow/world` stamps `run_created` with it. Spec 7 is a reader contract (a `noop`
+/// event fills a pre-assigned position whose writer died); this worker assigns each position
+/// when its event commits and so never writes one ([`super::events::Sequence::next_id`]).
+pub const SPEC_VERSION_MAX: u8 = 7;
+
+/// Is `v` a spec version this worker serves: an integer from [`SPEC_VERSION_FLOOR`] to
+/// [`SPEC_VERSION_MAX`]? (The references accepted exactly 6.)
+pub fn is_supported_spec_version(v: &Value) -> bool {
+    matches!(v, Value::Number(n) if n.fract() == 0.0 && (f64::from(SPEC_VERSION_FLOOR)..=f64::from(SPEC_VERSION_MAX)).contains(n))
+}
+
+/// `RUN_NOT_SUPPORTED` for a request or stored run of an unsupported spec version. Below
+/// the floor (and for a version that is not a number) the reference's text, which the
+/// golden rows pin (`... this world requires 6`); above it, the range served.
 fn not_supported(run_id: &str, version: Option<&Value>) -> Failure {
+    let version_text = to_js_string(version);
+    let served = match version {
+        Some(Value::Number(n)) if *n >= f64::from(SPEC_VERSION_FLOOR) => {
+            format!("this world supports {SPEC_VERSION_FLOOR} through {SPEC_VERSION_MAX}")
+        }
+        _ => format!("this world requires {SPEC_VERSION_FLOOR}"),
+    };
     Failure {
         code: Code::RunNotSupported,
-        message: format!("Run \"{run_id}\" uses unsupported specVersion {}; this world requires 6", to_js_string(version)),
+        message: format!("Run \"{run_id}\" uses unsupported specVersion {version_text}; {served}"),
         retry_after_seconds: None,
         run_spec_version: version.cloned(),
     }
@@ -210,6 +249,7 @@ pub fn apply_event(store: &mut dyn Store, ctx: &Ctx, alarm: &mut Alarm, request:
     };
     let run_id = req("runId").unwrap_or(Value::Null);
     let run_id_text = to_js_string(request.and_then(|r| r.get("runId")));
+    let spec_version = data.get("specVersion").filter(|v| !v.is_null()).cloned().unwrap_or(Value::num(SPEC_VERSION_FLOOR));
     let mut cx = Apply {
         store,
         seq,
@@ -222,6 +262,7 @@ pub fn apply_event(store: &mut dyn Store, ctx: &Ctx, alarm: &mut Alarm, request:
         params: req("params"),
         token_holder: req("tokenHolder"),
         hook_claim_id: req("hookClaimId").filter(|v| !v.is_null()),
+        spec_version,
     };
     let outcome = match core(&mut cx)? {
         Err(f) => return Ok(failure_value(&f)),
@@ -247,10 +288,10 @@ pub fn apply_event(store: &mut dyn Store, ctx: &Ctx, alarm: &mut Alarm, request:
 fn core(cx: &mut Apply) -> Result<Outcome, RpcError> {
     let et = cx.event_type().map(str::to_string);
     let et = et.as_deref();
-    // 1. Spec version of the request.
-    let spec = cx.data.get("specVersion").filter(|v| !v.is_null()).cloned();
-    if let Some(spec) = &spec {
-        if *spec != Value::num(6) {
+    // 1. Spec version of the request: absent or null counts as the floor
+    // (`Apply::spec_version`), else it must be one this worker serves.
+    if let Some(spec) = cx.data.get("specVersion").filter(|v| !v.is_null()) {
+        if !is_supported_spec_version(spec) {
             return Ok(Err(not_supported(&cx.run_id_text, Some(spec))));
         }
     }
@@ -265,9 +306,10 @@ fn core(cx: &mut Apply) -> Result<Outcome, RpcError> {
             bootstrapped = Some(created);
         }
     }
-    // 4. Spec version of the stored run.
+    // 4. Spec version of the stored run: one this worker serves (a run created at 7 is
+    // served by events at 6 and 7 alike, as the runtime mixes them).
     if let Some(run) = &current {
-        if run.get("specVersion") != Some(&Value::num(6)) {
+        if !run.get("specVersion").is_some_and(is_supported_spec_version) {
             return Ok(Err(not_supported(&cx.run_id_text, run.get("specVersion"))));
         }
     }

@@ -26,7 +26,7 @@ fn new_run(cx: &Apply, ed: &Value) -> Map {
             m.insert(k.into(), v.clone());
         }
     }
-    m.insert("specVersion".into(), Value::num(6));
+    m.insert("specVersion".into(), cx.spec_version.clone());
     for k in ["executionContext", "attributes", "encryptionPublicKey", "input"] {
         if let Some(v) = ed.get(k) {
             m.insert(k.into(), v.clone());

@@ -51,7 +51,7 @@ fn new_step(cx: &Apply, step_name: Option<&Value>, input: Option<&Value>) -> Res
     m.insert("attempt".into(), Value::num(0));
     m.insert("createdAt".into(), Value::date(cx.now));
     m.insert("updatedAt".into(), Value::date(cx.now));
-    m.insert("specVersion".into(), Value::num(6));
+    m.insert("specVersion".into(), cx.spec_version.clone());
     Ok(Record(parse_object(schemas::step_schema(), compact(m))?))
 }
 

@@ -24,7 +24,7 @@ pub fn created(cx: &mut Apply) -> Result<Outcome, RpcError> {
     }
     m.insert("createdAt".into(), Value::date(cx.now));
     m.insert("updatedAt".into(), Value::date(cx.now));
-    m.insert("specVersion".into(), Value::num(6));
+    m.insert("specVersion".into(), cx.spec_version.clone());
     let wait = Record(parse_object(schemas::wait_schema(), m)?);
     let event = cx.append_request()?;
     wait.save(cx.store, &key)?;

@@ -8,6 +8,7 @@ mod large;
 mod pages;
 mod retention;
 mod runs;
+mod spec_versions;
 mod steps;
 mod waits_attrs;
 

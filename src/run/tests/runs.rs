@@ -1,5 +1,5 @@
 //! Run lifecycle: creation, replay, start (idempotent, preload, skipPreload, resilient
-//! bootstrap), terminal transitions and their guards, spec versions.
+//! bootstrap), terminal transitions and their guards. (Spec versions: `spec_versions.rs`.)
 
 use super::*;
 use crate::wire::date::iso;
@@ -41,26 +41,6 @@ fn run_created_keeps_execution_context_and_attributes_and_defaults_spec() {
     assert_eq!(at(&out, "event.eventData.input"), Some(&Value::Null), "the event keeps the nested null");
     assert!(at(&out, "event.junk").is_none() && at(&out, "event.eventData.junk").is_none());
     assert_eq!(at(&out, "event.specVersion"), Some(&Value::num(6)));
-}
-
-#[test]
-fn unsupported_spec_versions() {
-    let mut h = Harness::new();
-    let out = h.apply(r#"{"eventType":"run_created","specVersion":5,"eventData":{"deploymentId":"d","workflowName":"w","input":1}}"#);
-    assert_fail(&out, "RUN_NOT_SUPPORTED", r#"Run "wrun_A" uses unsupported specVersion 5; this world requires 6"#);
-    assert_eq!(at(&out, "runSpecVersion"), Some(&Value::num(5)));
-    assert!(h.keys().is_empty(), "a failure writes nothing");
-    // Unknown types and missing runs still check the version first.
-    let out = h.apply(r#"{"eventType":"bogus","specVersion":7}"#);
-    assert_eq!(s(&out, "code"), "RUN_NOT_SUPPORTED");
-    // A stored run with another version.
-    h.create_run();
-    let mut run = crate::run::records::Record::load(&mut h.store, "run").unwrap().unwrap();
-    run.0.remove("specVersion");
-    run.save(&mut h.store, "run").unwrap();
-    let out = h.apply(r#"{"eventType":"run_started"}"#);
-    assert_fail(&out, "RUN_NOT_SUPPORTED", r#"Run "wrun_A" uses unsupported specVersion undefined; this world requires 6"#);
-    assert!(at(&out, "runSpecVersion").is_none());
 }
 
 #[test]
