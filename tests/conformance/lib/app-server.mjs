@@ -1,0 +1,142 @@
+// A Workflow DevKit app as a user runs one: the Workflow runtime of a profile with a real
+// world-celld client as its World, serving the flow route the queue delivers to. It runs on
+// Node 22 inside a built app directory (lib/profile.mjs buildApp copies it there, next to
+// dist/.well-known/workflow/v1), started by lib/app.mjs:
+//
+//   WORLD_MODULE=world-celld-0.3 CELLD_FLEET_URL=… node server.mjs
+//
+// Routes (all local):
+//   POST /.well-known/workflow/v1/flow   the runtime's handler (queue deliveries)
+//   POST /start {file, workflow, args}   start() a workflow of the manifest → {runId}
+//   GET  /runs/:runId                    world.runs.get, as JSON (Dates as ISO strings)
+//   GET  /runs/:runId/output             the run's hydrated return value as JSON
+//   GET  /runs/:runId/readable           the run's default output stream, as bytes
+//   GET  /trace, POST /trace/reset       every request the client sent to the server and
+//                                        every delivery the app received, in order
+//   GET  /executions                     what step bodies recorded in the array
+//                                        globalThis.__stepExecutions (e.g. one entry per
+//                                        body run, to count re-executions)
+// On listening it prints one line `{"listening":PORT}` to stdout.
+
+import { createServer } from "node:http";
+import { readFileSync } from "node:fs";
+
+const manifest = JSON.parse(readFileSync(new URL("./dist/.well-known/workflow/v1/manifest.json", import.meta.url), "utf8"));
+const fleet = (process.env.CELLD_FLEET_URL || "").replace(/\/$/, "");
+
+// The trace: the client's requests to the server (wrapped fetch) and the deliveries in.
+const trace = [];
+const t0 = performance.timeOrigin;
+const now = () => t0 + performance.now();
+const realFetch = globalThis.fetch;
+globalThis.fetch = async function tracedFetch(input, init) {
+  const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
+  if (!fleet || !url.startsWith(fleet)) return realFetch(input, init);
+  const entry = { kind: "request", path: url.slice(fleet.length), start: now(), end: 0, status: 0 };
+  const body = init?.body;
+  if (typeof body === "string") {
+    entry.bytes = body.length;
+    const m = body.match(/"method"\s*:\s*"([^"]+)"/);
+    if (m) entry.method = m[1];
+    const r = body.match(/"(wrun_[0-9A-Za-z]+)"/);
+    if (r) entry.runId = r[1];
+  }
+  if (!entry.runId) {
+    const r = url.match(/wrun_[0-9A-Za-z]+/);
+    if (r) entry.runId = r[0];
+  }
+  trace.push(entry);
+  try {
+    const res = await realFetch(input, init);
+    entry.status = res.status;
+    return res;
+  } finally {
+    entry.end = now();
+  }
+};
+
+const worldModule = process.env.WORLD_MODULE;
+if (!worldModule) throw new Error("WORLD_MODULE is not set");
+const { setWorld, getWorld } = await import("workflow/runtime");
+const { start, getRun } = await import("workflow/api");
+const { hydrateWorkflowReturnValue } = await import("@workflow/core/serialization");
+const { POST: flow } = await import("./dist/.well-known/workflow/v1/flow.mjs");
+let world;
+
+function json(res, status, value) {
+  const text = JSON.stringify(value, (_k, v) => (v instanceof Uint8Array ? { __bytes: Buffer.from(v).toString("base64") } : v));
+  res.writeHead(status, { "content-type": "application/json" });
+  res.end(text);
+}
+
+async function readBody(req) {
+  const chunks = [];
+  for await (const c of req) chunks.push(c);
+  return Buffer.concat(chunks);
+}
+
+async function toWebResponse(res, response) {
+  res.writeHead(response.status, Object.fromEntries(response.headers));
+  if (response.body) {
+    for await (const chunk of response.body) res.write(chunk);
+  }
+  res.end();
+}
+
+const server = createServer(async (req, res) => {
+  try {
+    const url = new URL(req.url, "http://localhost");
+    const path = url.pathname;
+    if (req.method === "POST" && path.startsWith("/.well-known/workflow/v1/")) {
+      const body = await readBody(req);
+      const entry = { kind: "delivery", path, start: now(), end: 0, status: 0 };
+      const r = body.toString("utf8").match(/"(wrun_[0-9A-Za-z]+)"/);
+      if (r) entry.runId = r[1];
+      trace.push(entry);
+      const request = new Request(`http://localhost${req.url}`, { method: "POST", headers: req.headers, body });
+      const response = await flow(request);
+      entry.status = response.status;
+      await toWebResponse(res, response);
+      entry.end = now();
+      return;
+    }
+    if (req.method === "POST" && path === "/start") {
+      const { file, workflow, args = [] } = JSON.parse((await readBody(req)).toString("utf8"));
+      const entry = manifest.workflows[file]?.[workflow];
+      if (!entry) return json(res, 404, { error: `no workflow ${file}#${workflow}` });
+      const run = await start(entry, args);
+      return json(res, 200, { runId: run.runId });
+    }
+    let m = path.match(/^\/runs\/([^/]+)$/);
+    if (req.method === "GET" && m) return json(res, 200, await (await getWorld()).runs.get(m[1]));
+    m = path.match(/^\/runs\/([^/]+)\/output$/);
+    if (req.method === "GET" && m) {
+      const run = await (await getWorld()).runs.get(m[1]);
+      if (run.status !== "completed") return json(res, 409, { status: run.status, error: run.error });
+      return json(res, 200, { output: await hydrateWorkflowReturnValue(run.output, run.runId, undefined) });
+    }
+    m = path.match(/^\/runs\/([^/]+)\/readable$/);
+    if (req.method === "GET" && m) return toWebResponse(res, new Response(getRun(m[1]).getReadable()));
+    if (req.method === "GET" && path === "/trace") return json(res, 200, trace);
+    if (req.method === "GET" && path === "/executions") return json(res, 200, globalThis.__stepExecutions || []);
+    if (req.method === "POST" && path === "/trace/reset") {
+      trace.length = 0;
+      return json(res, 200, {});
+    }
+    json(res, 404, { error: "not found" });
+  } catch (err) {
+    if (!res.headersSent) json(res, 500, { error: String(err?.stack || err) });
+    else res.end();
+  }
+});
+
+server.listen(Number(process.env.PORT) || 0, "127.0.0.1", async () => {
+  const { port } = server.address();
+  // Deliveries come back to this port: the client's base URL is http://localhost:$PORT
+  // unless WORKFLOW_BASE_URL says otherwise; the world is made once the port is known.
+  process.env.PORT = String(port);
+  world = await (await import(worldModule)).createWorld();
+  setWorld(world);
+  if (world.start) await world.start();
+  console.log(JSON.stringify({ listening: port }));
+});
