@@ -1,10 +1,13 @@
 #!/usr/bin/env node
-// npm test: native unit tests (cargo test), the worker build, then the JS tests
-// (node --test tests/*.test.mjs: golden replays, harness and deploy checks).
+// npm test: native unit tests (cargo test), the worker build, the JS tests
+// (node --test tests/*.test.mjs: golden replays, harness and deploy checks), then the
+// Workflow DevKit's conformance suite through both real clients on both runtime profiles
+// (tests/conformance/run.mjs --profile all).
 //
 //   npm test                         everything
-//   npm test -- tests/golden.test.mjs   only these JS test files (still cargo test + build)
-//   npm test -- --skip-cargo --skip-build
+//   npm test -- tests/golden.test.mjs   only these JS test files (still cargo test + build;
+//                                       no conformance phase)
+//   npm test -- --skip-cargo --skip-build --skip-conformance
 //   npm test -- --dev                build with --dev (debug profile, no wasm-opt)
 // Prints a summary with one line per phase and a closing "N passed, N failed" line.
 
@@ -129,6 +132,29 @@ if (built) {
       ok: r.code === 0,
       detail: `${p} passed, ${f} failed, ${todo} todo (${todoPassed} of them passing), ${sk} skipped`,
     };
+  });
+}
+
+// 4. the conformance suite (real clients, real runtime; prints one line per client and runtime)
+if (built && !files.length && !flag("--skip-conformance")) {
+  await phase("conformance", async () => {
+    const r = await run(process.execPath, [join(ROOT, "tests", "conformance", "run.mjs"), "--profile", "all"], { capture: true });
+    let p = 0;
+    let f = 0;
+    let sk = 0;
+    const lines = [];
+    for (const m of r.out.matchAll(/^(conformance [^:\n]+): (\d+) passed, (\d+) failed, (\d+) skipped$/gm)) {
+      lines.push(m[0]);
+      p += Number(m[2]);
+      f += Number(m[3]);
+      sk += Number(m[4]);
+    }
+    passed += p;
+    failed += f;
+    skipped += sk;
+    if (r.code !== 0 && f === 0) failed += 1;
+    if (!lines.length && r.code === 0) failed += 1; // ran no suite
+    return { ok: r.code === 0 && lines.length > 0, detail: `${p} passed, ${f} failed, ${sk} skipped (${lines.length} suite runs)` };
   });
 }
 

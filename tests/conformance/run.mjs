@@ -15,6 +15,8 @@
 //   --published  the suite's workflows as published (bundled with the suite's own runtime,
 //                5.0.0-beta.35) instead of rebuilt from workflows/ with the profile's CLI
 //   --install    only install the profiles and build the apps
+//   --no-skips   run the tests of SKIPS too (to check that a skip is still needed)
+//   --jobs N     suites run at once (default 2)
 //
 // Exits non-zero when any test failed. Tests skipped on purpose are listed in SKIPS below,
 // each with its reason; nothing else is skipped.
@@ -32,9 +34,10 @@ import { profileDir, startServer } from "./lib/workers.mjs";
 export const SKIPS = {
   beta55: {
     hooks:
-      "runtime 5.0.0-beta.55 made a hook's `metadata` a lazy getter that the suite's server " +
-      "(5.0.0-beta.35) passes to resumeHook without awaiting, so the resumed payload lacks its " +
-      "metadata on every World (both references, world-local); a test/runtime mismatch, not a World one",
+      "runtime 5.0.0-beta.55 made a hook's `metadata` a lazy getter (a Promise); the suite's " +
+      "server (5.0.0-beta.35) passes it to resumeHook unawaited, which fails with 'Failed to " +
+      "serialize step return value at path \".metadata\"' before any World is called; a " +
+      "test/runtime mismatch, not a World one",
   },
 };
 
@@ -72,7 +75,7 @@ async function runSuite(profile, client, app) {
   const server = await startServer({ server: serverKind, client });
   const dir = mkdtempSync(join(tmpdir(), "conformance-"));
   const report = join(dir, "report.json");
-  const skips = SKIPS[profile] || {};
+  const skips = flag("--no-skips") ? {} : SKIPS[profile] || {};
   const vitestArgs = [
     join(profileDir(profile), "node_modules", "vitest", "vitest.mjs"),
     "run",
@@ -89,6 +92,7 @@ async function runSuite(profile, client, app) {
     const r = await runNode22(profile, vitestArgs, {
       cwd: app,
       env: { ...server.env, CONFORMANCE_WORLD: `./${worldFile}`, FORCE_COLOR: "0", NO_COLOR: "1" },
+      capture: true,
     });
     let json = null;
     try {
@@ -99,7 +103,7 @@ async function runSuite(profile, client, app) {
     const passed = json?.numPassedTests ?? 0;
     const failed = (json?.numFailedTests ?? 0) + (json ? 0 : 1);
     const skipped = (json?.numPendingTests ?? 0) + (json?.numTodoTests ?? 0);
-    result = { passed, failed, skipped, code: r.code };
+    result = { passed, failed, skipped, code: r.code, out: r.out };
   } finally {
     rmSync(dir, { recursive: true, force: true });
     await server.dispose();
@@ -107,25 +111,41 @@ async function runSuite(profile, client, app) {
   return result;
 }
 
-const lines = [];
-let anyFailed = false;
+// Each (runtime, client) pair is its own server and vitest; --jobs of them run at once
+// (default 2: the suite mostly waits on sleeps, retries and deliveries). Output is printed
+// whole when a pair finishes.
+const tasks = [];
 for (const profile of profiles) {
   ensureProfile(profile);
   const app = suiteApp(profile);
   if (flag("--install")) continue;
   for (const client of clients) {
     const label = `conformance ${CLIENTS[client]}` + (profiles.length > 1 || profile !== "beta42" ? ` (runtime ${PROFILES[profile].runtime})` : "");
-    console.log(`\n=== ${label} against ${serverKind}${published ? ", published workflows" : ""} ===`);
-    const r = await runSuite(profile, client, app);
-    const line = `${label}: ${r.passed} passed, ${r.failed} failed, ${r.skipped} skipped`;
-    lines.push(line);
-    if (r.failed || r.code !== 0) anyFailed = true;
+    tasks.push({ profile, client, app, label });
   }
+}
+const jobs = Math.max(1, Number(opt("--jobs", "2")) || 1);
+let next = 0;
+async function worker() {
+  while (next < tasks.length) {
+    const task = tasks[next++];
+    task.result = await runSuite(task.profile, task.client, task.app);
+    console.log(`\n=== ${task.label} against ${serverKind}${published ? ", published workflows" : ""} ===`);
+    process.stdout.write(task.result.out);
+  }
+}
+await Promise.all(Array.from({ length: Math.min(jobs, tasks.length) }, worker));
+const lines = [];
+let anyFailed = false;
+for (const task of tasks) {
+  const r = task.result;
+  lines.push(`${task.label}: ${r.passed} passed, ${r.failed} failed, ${r.skipped} skipped`);
+  if (r.failed || r.code !== 0) anyFailed = true;
 }
 if (!flag("--install")) {
   console.log("");
   for (const [profile, skips] of Object.entries(SKIPS)) {
-    if (!profiles.includes(profile)) continue;
+    if (!profiles.includes(profile) || flag("--no-skips")) continue;
     for (const [name, why] of Object.entries(skips)) console.log(`skipped on ${PROFILES[profile].runtime}: "${name}": ${why}`);
   }
   for (const line of lines) console.log(line);
