@@ -138,7 +138,7 @@ fn build(u: &mut Unstructured, method: &'static str) -> Result<Vec<Value>> {
                 u,
                 vec![
                     ("eventType", event_type),
-                    ("specVersion", if u.ratio(15, 16)? { Value::num(6) } else { GEN.value(u, 0)? }),
+                    ("specVersion", if u.ratio(15, 16)? { Value::num(*u.choose(&[6, 7])?) } else { GEN.value(u, 0)? }),
                     ("correlationId", GEN.id_or_value(u, CORRELATION)?),
                     ("eventData", data_event_data),
                 ],
