@@ -7,13 +7,11 @@
 //   conformance 0.3.0: N passed, M failed, K skipped
 //
 //   node tests/conformance/run.mjs [--profile beta42|beta55|all] [--client 0.3|0.4]
-//        [--server ours|reference] [--published] [--install]
+//        [--server ours|reference] [--install] [--no-skips] [--jobs N]
 //
 //   --profile    the Workflow runtime: beta42 (5.0.0-beta.42, default) or beta55
 //                (5.0.0-beta.55, spec version 7); `all` runs both
 //   --server     reference: the TypeScript reference worker of each client instead of ours
-//   --published  the suite's workflows as published (bundled with the suite's own runtime,
-//                5.0.0-beta.35) instead of rebuilt from workflows/ with the profile's CLI
 //   --install    only install the profiles and build the apps
 //   --no-skips   run the tests of SKIPS too (to check that a skip is still needed)
 //   --jobs N     suites run at once (default 2)
@@ -52,11 +50,11 @@ const profileArg = opt("--profile", "beta42");
 const profiles = profileArg === "all" ? Object.keys(PROFILES) : [profileArg];
 const clients = opt("--client") ? [opt("--client")] : Object.keys(CLIENTS);
 const serverKind = opt("--server", "ours");
-const published = flag("--published");
 
+// The suite's package, copied with its own dependencies, its workflows rebuilt with the
+// profile's runtime (see workflows/README.md for why they cannot be used as published).
 function suiteApp(profile) {
   const installed = join(profileDir(profile), "node_modules", "@workflow", "world-testing");
-  if (published) return installed;
   return buildApp(profile, ".suite", { template: installed, workflowsDir: WORKFLOWS });
 }
 
@@ -130,7 +128,7 @@ async function worker() {
   while (next < tasks.length) {
     const task = tasks[next++];
     task.result = await runSuite(task.profile, task.client, task.app);
-    console.log(`\n=== ${task.label} against ${serverKind}${published ? ", published workflows" : ""} ===`);
+    console.log(`\n=== ${task.label} against ${serverKind} ===`);
     process.stdout.write(task.result.out);
   }
 }
