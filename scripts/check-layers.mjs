@@ -1,0 +1,249 @@
+#!/usr/bin/env node
+// The layering check (CI): reads every `use crate::…`, `use super::…` and inline
+// `crate::…` path in src/**/*.rs, maps each to the file of the module it names, and fails
+// when
+//   * files import each other in a circle (any strongly connected set of two or more), or
+//   * a file imports a module of a higher layer, or a core imports another core
+//     (cores know each other only through `protocol`).
+// Test code (files named tests*.rs or under a tests/ directory, and inline
+// `#[cfg(test)] mod … { … }` blocks) is left out: nothing imports it.
+//
+//   node scripts/check-layers.mjs           the verdict, and each violation
+//   node scripts/check-layers.mjs --graph   also print the file graph (for docs)
+
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { join, relative, sep } from "node:path";
+import { ROOT } from "./lib/tools.mjs";
+
+/** Layer of each top-level module (src/<name>.rs or src/<name>/). Lower may not import higher. */
+export const LAYERS = {
+  wire: 0,
+  store: 1,
+  config: 1,
+  testing: 1, // test support with no imports of ours (block_on)
+  protocol: 2,
+  hop: 2,
+  shard: 2,
+  lifecycle: 2,
+  leases: 2,
+  facade: 4,
+  coordinator: 4,
+  sweep: 4,
+  shell: 5,
+};
+/**
+ * The cores (layer 3), by family: each a state machine over `Store`; a core imports no
+ * other family's modules (they know each other only through the protocol layer). The hook
+ * shard family is one core served as three classes (by token, by id, and their shared code).
+ */
+export const CORE_FAMILIES = {
+  run: ["run"],
+  stream: ["stream"],
+  queue: ["queue"],
+  catalog: ["catalog"],
+  hook_shard: ["hook_shard", "hook_token", "hook_id"],
+  index: ["index"],
+};
+const FAMILY = {};
+for (const [family, members] of Object.entries(CORE_FAMILIES)) {
+  for (const m of members) {
+    LAYERS[m] = 3;
+    FAMILY[m] = family;
+  }
+}
+
+const SRC = join(ROOT, "src");
+
+function walk(dir, out = []) {
+  for (const f of readdirSync(dir)) {
+    const p = join(dir, f);
+    if (statSync(p).isDirectory()) walk(p, out);
+    else if (f.endsWith(".rs")) out.push(p);
+  }
+  return out;
+}
+
+/** src/a/b.rs → ["a","b"]; src/a/mod.rs → ["a"]; src/lib.rs → []. */
+export function modulePath(file) {
+  const parts = relative(SRC, file).split(sep);
+  const last = parts.pop().replace(/\.rs$/, "");
+  if (last !== "mod" && last !== "lib") parts.push(last);
+  return parts;
+}
+
+function isTestFile(file) {
+  const rel = relative(SRC, file).split(sep);
+  return rel.some((p) => p === "tests") || /^tests\w*\.rs$/.test(rel[rel.length - 1]);
+}
+
+/** Removes comments, string literals and `#[cfg(test)] mod x { … }` blocks. */
+export function stripNonCode(text) {
+  let s = text.replace(/\/\*[\s\S]*?\*\//g, "").replace(/\/\/[^\n]*/g, "");
+  s = s.replace(/r#*"[\s\S]*?"#*/g, '""').replace(/"(?:\\.|[^"\\])*"/g, '""');
+  for (;;) {
+    const m = /#\[cfg\(test\)\]\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+\w+\s*\{/.exec(s);
+    if (!m) break;
+    let depth = 0;
+    let i = m.index + m[0].length - 1;
+    for (; i < s.length; i++) {
+      if (s[i] === "{") depth++;
+      else if (s[i] === "}" && --depth === 0) break;
+    }
+    s = s.slice(0, m.index) + s.slice(i + 1);
+  }
+  return s;
+}
+
+/** Expands a use tree `a::{b, c::{d, e}}` into paths [["a","b"], ["a","c","d"], …]. */
+export function expandUseTree(tree) {
+  tree = tree.replace(/\s+/g, "");
+  const out = [];
+  const rec = (prefix, t) => {
+    const brace = t.indexOf("{");
+    if (brace < 0) {
+      const path = t.split(" as ")[0].split("::").filter(Boolean);
+      out.push([...prefix, ...path]);
+      return;
+    }
+    const head = t.slice(0, brace).split("::").filter(Boolean);
+    const inner = t.slice(brace + 1, t.lastIndexOf("}"));
+    let depth = 0;
+    let start = 0;
+    for (let i = 0; i <= inner.length; i++) {
+      const ch = inner[i];
+      if (ch === "{") depth++;
+      else if (ch === "}") depth--;
+      else if ((ch === "," && depth === 0) || i === inner.length) {
+        const part = inner.slice(start, i);
+        if (part) rec([...prefix, ...head], part);
+        start = i + 1;
+      }
+    }
+  };
+  rec([], tree.replace(/as\w+/g, (m) => m));
+  return out;
+}
+
+/** The module paths a file refers to (absolute, without the `crate` root). */
+export function references(file, text) {
+  const code = stripNonCode(text);
+  const self = modulePath(file);
+  // the module a `super` in this file means: its parent (for mod.rs/lib.rs, the dir's parent)
+  const refs = [];
+  const resolve = (path) => {
+    let base;
+    if (path[0] === "crate") return path.slice(1);
+    if (path[0] === "super") {
+      base = self.slice(0, -1);
+      path = path.slice(1);
+      while (path[0] === "super") {
+        base = base.slice(0, -1);
+        path = path.slice(1);
+      }
+      return [...base, ...path];
+    }
+    if (path[0] === "self") return [...self, ...path.slice(1)];
+    return null;
+  };
+  for (const m of code.matchAll(/\buse\s+((?:crate|super|self)\b[^;]*);/g)) {
+    for (const p of expandUseTree(m[1].replace(/\bas\s+\w+/g, ""))) {
+      const r = resolve(p.filter((x) => x !== "*"));
+      if (r) refs.push(r);
+    }
+  }
+  const noUse = code.replace(/\buse\s+[^;]*;/g, "");
+  for (const m of noUse.matchAll(/\b(crate|super)((?:::\w+)+)/g)) {
+    const r = resolve([m[1], ...m[2].split("::").filter(Boolean)]);
+    if (r) refs.push(r);
+  }
+  return refs;
+}
+
+export function buildGraph() {
+  const files = walk(SRC).sort();
+  const byModule = new Map(files.map((f) => [modulePath(f).join("::"), f]));
+  const edges = new Map();
+  for (const file of files) {
+    if (isTestFile(file)) continue;
+    const targets = new Set();
+    for (const ref of references(file, readFileSync(file, "utf8"))) {
+      for (let n = ref.length; n > 0; n--) {
+        const target = byModule.get(ref.slice(0, n).join("::"));
+        if (target) {
+          if (target !== file && !isTestFile(target)) targets.add(target);
+          break;
+        }
+      }
+    }
+    edges.set(file, targets);
+  }
+  return { files: files.filter((f) => !isTestFile(f)), edges };
+}
+
+/** Tarjan's strongly connected components of two or more files. */
+export function cycles(files, edges) {
+  let index = 0;
+  const idx = new Map();
+  const low = new Map();
+  const stack = [];
+  const on = new Set();
+  const out = [];
+  const strong = (v) => {
+    idx.set(v, index);
+    low.set(v, index++);
+    stack.push(v);
+    on.add(v);
+    for (const w of edges.get(v) || []) {
+      if (!idx.has(w)) {
+        strong(w);
+        low.set(v, Math.min(low.get(v), low.get(w)));
+      } else if (on.has(w)) low.set(v, Math.min(low.get(v), idx.get(w)));
+    }
+    if (low.get(v) === idx.get(v)) {
+      const comp = [];
+      let w;
+      do {
+        w = stack.pop();
+        on.delete(w);
+        comp.push(w);
+      } while (w !== v);
+      if (comp.length > 1) out.push(comp.sort());
+    }
+  };
+  for (const f of files) if (!idx.has(f)) strong(f);
+  return out;
+}
+
+const top = (file) => modulePath(file)[0] ?? "lib";
+
+export function layerViolations(files, edges) {
+  const out = [];
+  for (const from of files) {
+    const a = top(from);
+    if (!(a in LAYERS)) {
+      if (a !== "lib") out.push({ from, to: null, why: `module \`${a}\` has no layer in scripts/check-layers.mjs` });
+      continue;
+    }
+    for (const to of edges.get(from)) {
+      const b = top(to);
+      if (b === a || !(b in LAYERS)) continue;
+      if (LAYERS[b] > LAYERS[a]) out.push({ from, to, why: `${a} (layer ${LAYERS[a]}) imports ${b} (layer ${LAYERS[b]})` });
+      else if (LAYERS[a] === 3 && LAYERS[b] === 3 && FAMILY[a] !== FAMILY[b]) out.push({ from, to, why: `core ${a} imports core ${b}` });
+    }
+  }
+  return out;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const { files, edges } = buildGraph();
+  const rel = (f) => relative(ROOT, f);
+  if (process.argv.includes("--graph")) {
+    for (const f of files) console.log(`${rel(f)} -> ${[...edges.get(f)].map(rel).join(", ")}`);
+  }
+  const circles = cycles(files, edges);
+  const upward = layerViolations(files, edges);
+  for (const c of circles) console.log(`circle of ${c.length} files: ${c.map(rel).join(", ")}`);
+  for (const v of upward) console.log(`layer: ${rel(v.from)} -> ${v.to ? rel(v.to) : "?"}: ${v.why}`);
+  console.log(`check-layers: ${files.length} files, ${circles.length} circles, ${upward.length} layer violations`);
+  process.exit(circles.length || upward.length ? 1 : 0);
+}
