@@ -76,32 +76,77 @@ function isTestFile(file) {
   return rel.some((p) => p === "tests") || /^tests\w*\.rs$/.test(rel[rel.length - 1]);
 }
 
-/** Removes comments, string literals and `#[cfg(test)] mod x { … }` blocks. */
+/**
+ * Removes comments (line, doc and nested block comments), string literals (plain, byte,
+ * C and raw `r#"…"#`, each left as `""`), char literals (`'x'`, `b'\n'`; lifetimes stay)
+ * and `#[cfg(test)] mod x { … }` blocks: what is left is code, whose braces balance.
+ */
 export function stripNonCode(text) {
-  let s = text.replace(/\/\*[\s\S]*?\*\//g, "").replace(/\/\/[^\n]*/g, "");
-  s = s.replace(/r#*"[\s\S]*?"#*/g, '""').replace(/"(?:\\.|[^"\\])*"/g, '""');
+  const isIdent = (ch) => ch !== undefined && /\w/.test(ch);
+  let out = "";
+  let i = 0;
+  while (i < text.length) {
+    const c = text[i];
+    const atToken = !isIdent(text[i - 1]);
+    const raw = atToken ? /^[bc]?r(#*)"/.exec(text.slice(i, i + 260)) : null;
+    const quoted = c === '"' || (atToken && /^[bc]"/.test(text.slice(i, i + 2)));
+    const char = c === "'" || (atToken && c === "b" && text[i + 1] === "'");
+    if (c === "/" && text[i + 1] === "/") {
+      while (i < text.length && text[i] !== "\n") i++;
+    } else if (c === "/" && text[i + 1] === "*") {
+      let depth = 0;
+      do {
+        if (text.startsWith("/*", i)) (depth++, (i += 2));
+        else if (text.startsWith("*/", i)) (depth--, (i += 2));
+        else i++;
+      } while (depth > 0 && i < text.length);
+      out += " ";
+    } else if (raw) {
+      const end = text.indexOf(`"${raw[1]}`, i + raw[0].length);
+      i = end < 0 ? text.length : end + 1 + raw[1].length;
+      out += '""';
+    } else if (quoted) {
+      i = text.indexOf('"', i) + 1;
+      while (i < text.length && text[i] !== '"') i += text[i] === "\\" ? 2 : 1;
+      i++;
+      out += '""';
+    } else if (char) {
+      const start = text.indexOf("'", i);
+      const literal = /^'(?:\\(?:u\{[0-9A-Fa-f_]*\}|x[0-9A-Fa-f]{2}|.)|[^\\'\n])'/su.exec(text.slice(start, start + 16));
+      if (literal) {
+        i = start + literal[0].length;
+        out += "' '";
+      } else {
+        out += c; // a lifetime or a label: `'a`
+        i++;
+      }
+    } else {
+      out += c;
+      i++;
+    }
+  }
   for (;;) {
-    const m = /#\[cfg\(test\)\]\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+\w+\s*\{/.exec(s);
+    const m = /#\[cfg\(test\)\]\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+\w+\s*\{/.exec(out);
     if (!m) break;
     let depth = 0;
-    let i = m.index + m[0].length - 1;
-    for (; i < s.length; i++) {
-      if (s[i] === "{") depth++;
-      else if (s[i] === "}" && --depth === 0) break;
+    let j = m.index + m[0].length - 1;
+    for (; j < out.length; j++) {
+      if (out[j] === "{") depth++;
+      else if (out[j] === "}" && --depth === 0) break;
     }
-    s = s.slice(0, m.index) + s.slice(i + 1);
+    out = out.slice(0, m.index) + out.slice(j + 1);
   }
-  return s;
+  return out;
 }
 
 /** Expands a use tree `a::{b, c::{d, e}}` into paths [["a","b"], ["a","c","d"], …]. */
 export function expandUseTree(tree) {
-  tree = tree.replace(/\s+/g, "");
+  tree = tree.replace(/\s+as\s+\w+/g, "").replace(/\s+/g, "");
   const out = [];
   const rec = (prefix, t) => {
     const brace = t.indexOf("{");
     if (brace < 0) {
-      const path = t.split(" as ")[0].split("::").filter(Boolean);
+      const path = t.split("::").filter(Boolean);
       out.push([...prefix, ...path]);
       return;
     }
@@ -120,7 +165,7 @@ export function expandUseTree(tree) {
       }
     }
   };
-  rec([], tree.replace(/as\w+/g, (m) => m));
+  rec([], tree);
   return out;
 }
 
