@@ -3,10 +3,10 @@
 //! [`alarm`] compacts fences whose grace period has passed.
 
 use crate::hop::{Args, Ctx};
-use crate::index::json_parse::parse_shared;
 use crate::lifecycle::{arm_at_most, compact_due, CATALOG_FENCE_GRACE_MS};
 use crate::store::alarm::Alarm;
 use crate::store::{get_json, put_json, Store};
+use crate::wire::json_parse::parse_shared;
 use crate::wire::{js, RpcError, Value};
 
 use super::keys::{self, EXPIRY_GC_PREFIX};

@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::family::Family;
-use crate::index::json_parse::parse_shared;
+use crate::wire::json_parse::parse_shared;
 use crate::wire::{js, Map, RpcError, Value};
 
 /// `{runId, hookId}`.

@@ -10,19 +10,18 @@
 //! * [`hooks`] — `reserveHookToken`, `finalizeHookIndexes`, `releaseHookToken`,
 //!   `deleteHookIndexes`;
 //! * [`expiry`] — `expireRun`;
-//! * [`keys`] — key formats; [`records`] — stored values, claims and owner rules;
-//! * [`json_parse`] — `JSON.parse` with the reference's reviver and V8's error texts.
+//! * [`keys`] — key formats; [`records`] — stored values, claims and owner rules.
 //!
 //! The JavaScript semantics the reference applies to its arguments and stored values
-//! (coercions, `===`, V8 error texts) are in [`crate::wire::js`], the storage API's own
-//! argument coercions in [`crate::store::js_args`].
+//! (coercions, `===`, V8 error texts) are in [`crate::wire::js`], its `JSON.parse` of
+//! serialized hooks in [`crate::wire::json_parse`], the storage API's own argument
+//! coercions in [`crate::store::js_args`].
 //!
 //! Storage keys are exactly the reference's (`index-do.md` §1); values are encoded with
 //! [`crate::store::slot`] (a one-character tag, then the string, base64 bytes or tagged JSON).
 
 pub mod expiry;
 pub mod hooks;
-pub mod json_parse;
 pub mod keys;
 pub mod kv;
 pub mod records;

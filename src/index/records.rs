@@ -9,9 +9,7 @@
 //! `TypeError` and two object-valued runIds never match; [`same_owner`] keeps those rules.
 
 use crate::store::{js_args, slot, Store, StoreResult};
-use crate::wire::{js, RpcError, Value};
-
-use super::json_parse;
+use crate::wire::{js, json_parse, RpcError, Value};
 
 /// Read a stored value (`None` when absent).
 pub fn read(store: &mut dyn Store, key: &str) -> StoreResult<Option<Value>> {

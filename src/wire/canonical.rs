@@ -26,8 +26,8 @@
 //!   canonical base64 (what the encoder writes for a Date and for bytes);
 //! * at most [`MAX_NESTING`] levels of arrays and objects.
 
-use super::value::DATE_KEYS;
-use super::{base64, date};
+use super::base64;
+use super::date::{self, DATE_KEYS};
 
 /// Deepest nesting accepted (below the decoder's own limit, so nothing it refuses passes).
 pub const MAX_NESTING: usize = 64;

@@ -7,6 +7,9 @@
 /// The largest absolute epoch-millisecond value a JavaScript Date can hold.
 pub const MAX_DATE_MS: i64 = 8_640_000_000_000_000;
 
+/// Keys whose plain string values the decoder revives as Dates (wire.md §6, rule 3).
+pub const DATE_KEYS: [&str; 5] = ["createdAt", "updatedAt", "startedAt", "completedAt", "retryAfter"];
+
 /// Days since 1970-01-01 of a proleptic Gregorian civil date (month 1..=12).
 pub fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     let y = if month <= 2 { year - 1 } else { year };

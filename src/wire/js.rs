@@ -13,7 +13,6 @@
 //! are in [`crate::store::js_args`].
 
 use crate::wire::date::{self, parse_date, MAX_DATE_MS};
-use crate::wire::value::write_string;
 use crate::wire::{Map, RpcError, Value};
 
 // ---- members ------------------------------------------------------------------------
@@ -254,13 +253,6 @@ pub fn date_to_string(ms: Option<i64>) -> String {
         in_day / 60_000 % 60,
         in_day / 1000 % 60
     )
-}
-
-/// `JSON.stringify` of a string (for messages that embed a JSON string literal).
-pub fn json_string(s: &str) -> String {
-    let mut out = String::new();
-    write_string(&mut out, s);
-    out
 }
 
 /// Number of UTF-16 code units (JavaScript `.length`).

@@ -7,6 +7,7 @@ pub mod check;
 pub mod date;
 pub mod error;
 pub mod js;
+pub mod json_parse;
 pub mod router;
 mod serde_impl;
 pub mod uri;

@@ -31,9 +31,6 @@ pub enum Value {
     Json(Box<str>),
 }
 
-/// Keys whose plain string values the decoder revives as Dates (wire.md §6, rule 3).
-pub const DATE_KEYS: [&str; 5] = ["createdAt", "updatedAt", "startedAt", "completedAt", "retryAfter"];
-
 /// Why a body failed to decode. Both map to `400 malformed rpc body`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DecodeError(pub String);
@@ -412,7 +409,7 @@ pub fn replace_lone_surrogates(text: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// Decodes one value the codec's way; `date_key` says whether it is the member of one of
-/// the [`DATE_KEYS`] (whose date-like strings become Dates).
+/// the [`DATE_KEYS`](date::DATE_KEYS) (whose date-like strings become Dates).
 pub(crate) struct Revive<'a> {
     pub date_key: bool,
     /// Whether the date-key fallback applies at all (off for re-reading our own
@@ -514,7 +511,7 @@ impl<'de> serde::de::Visitor<'de> for Revive<'_> {
         self.enter()?;
         let mut map = Map::new();
         while let Some(key) = access.next_key::<String>()? {
-            let date_key = self.dates && DATE_KEYS.contains(&key.as_str());
+            let date_key = self.dates && date::DATE_KEYS.contains(&key.as_str());
             let value = access.next_value_seed(self.member(date_key))?;
             // A duplicate key: the last one wins, as in JSON.parse.
             map.insert(key, value);
@@ -539,6 +536,13 @@ pub fn write_number(out: &mut String, n: f64) {
         // JSON.stringify writes Number.prototype.toString's text.
         out.push_str(&super::js::number_to_string(n));
     }
+}
+
+/// `JSON.stringify` of a string (for messages that embed a JSON string literal).
+pub fn json_string(s: &str) -> String {
+    let mut out = String::new();
+    write_string(&mut out, s);
+    out
 }
 
 /// A JSON string literal with `JSON.stringify` escaping.

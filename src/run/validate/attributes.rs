@@ -3,7 +3,8 @@
 
 use std::collections::BTreeSet;
 
-use crate::wire::js::{json_string, to_js_string, type_of, utf16_len};
+use crate::wire::js::{to_js_string, type_of, utf16_len};
+use crate::wire::value::json_string;
 use crate::wire::{Map, RpcError, Value};
 
 pub const KEY_MAX_LENGTH: usize = 256;

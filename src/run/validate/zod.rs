@@ -334,14 +334,14 @@ impl Schema {
                 if input.and_then(Value::as_str) != Some(*l) {
                     cx.issue(
                         vec![("code", J::Str("invalid_value".into())), ("values", J::Arr(vec![J::Str((*l).into())]))],
-                        format!("Invalid input: expected {}", crate::wire::js::json_string(l)),
+                        format!("Invalid input: expected {}", crate::wire::value::json_string(l)),
                     );
                 }
                 input.cloned()
             }
             Schema::Enum(options) => {
                 if !input.and_then(Value::as_str).is_some_and(|s| options.contains(&s)) {
-                    let list = options.iter().map(|o| crate::wire::js::json_string(o)).collect::<Vec<_>>().join("|");
+                    let list = options.iter().map(|o| crate::wire::value::json_string(o)).collect::<Vec<_>>().join("|");
                     cx.issue(
                         vec![
                             ("code", J::Str("invalid_value".into())),

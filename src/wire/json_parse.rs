@@ -11,10 +11,8 @@
 //! → bytes (via `atob`), `{"__uint8array":true,"data":[…]}` → bytes, and a string under one of
 //! the five date keys that parses as a date → Date.
 
-use crate::wire::value::{Map, DATE_KEYS};
-use crate::wire::{base64, date, RpcError, Value};
-
-use crate::wire::js;
+use crate::wire::date::{self, DATE_KEYS};
+use crate::wire::{base64, js, Map, RpcError, Value};
 
 /// V8 provides context only for sources at least this long (2 × 10 + 1 code units).
 const MIN_LENGTH_FOR_CONTEXT: usize = 21;
