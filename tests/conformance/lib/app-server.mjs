@@ -11,8 +11,21 @@
 //   GET  /runs/:runId                    world.runs.get, as JSON (Dates as ISO strings)
 //   GET  /runs/:runId/output             the run's hydrated return value as JSON
 //   GET  /runs/:runId/readable           the run's default output stream, as bytes
+//   GET  /runs/:runId/events             all the run's events, oldest first, without their
+//                                        data (world.events.list, every page)
 //   GET  /trace, POST /trace/reset       every request the client sent to the server and
-//                                        every delivery the app received, in order
+//                                        every delivery the app received, in order (a
+//                                        request's `eventType` when its body names one,
+//                                        then its `correlationId`; an applyEvent's `ok`:
+//                                        whether the server applied the event, and `okAt`
+//                                        (Date.now() when that was known); a
+//                                        delivery's messageId and attempt)
+//   GET  /runs/:runId/settled            waits, without asking the server, until the trace
+//                                        holds the run's terminal event (run_completed,
+//                                        run_failed, run_cancelled) answered and nothing
+//                                        has been in flight for ?quietMs= (default 15);
+//                                        ?timeoutMs= (default 60000) → 504. For the bench:
+//                                        polling the run would add requests to the run
 //   GET  /executions                     what step bodies recorded in the array
 //                                        globalThis.__stepExecutions (e.g. one entry per
 //                                        body run, to count re-executions)
@@ -40,6 +53,10 @@ globalThis.fetch = async function tracedFetch(input, init) {
     if (m) entry.method = m[1];
     const r = body.match(/"(wrun_[0-9A-Za-z]+)"/);
     if (r) entry.runId = r[1];
+    const e = body.match(/"eventType"\s*:\s*"([a-z_]+)"/);
+    if (e) entry.eventType = e[1];
+    const c = e && body.match(/"correlationId"\s*:\s*"([^"]+)"/);
+    if (c) entry.correlationId = c[1];
   }
   if (!entry.runId) {
     const r = url.match(/wrun_[0-9A-Za-z]+/);
@@ -49,6 +66,18 @@ globalThis.fetch = async function tracedFetch(input, init) {
   try {
     const res = await realFetch(input, init);
     entry.status = res.status;
+    // applyEvent: whether the server applied the event (a refusal is a 200 with
+    // {"ok":false,…}), read from a copy of the answer, not awaited (set soon after).
+    if (res.ok && entry.path.endsWith("/applyEvent")) {
+      res
+        .clone()
+        .text()
+        .then((t) => {
+          entry.ok = JSON.parse(t)?.ok === true;
+          entry.okAt = Date.now(); // wall clock, comparable with the server's createdAt
+        })
+        .catch(() => (entry.ok = false));
+    }
     return res;
   } finally {
     entry.end = now();
@@ -62,6 +91,7 @@ const { start, getRun } = await import("workflow/api");
 const { hydrateWorkflowReturnValue } = await import("@workflow/core/serialization");
 const { POST: flow } = await import("./dist/.well-known/workflow/v1/flow.mjs");
 let world;
+const TERMINAL = new Set(["run_completed", "run_failed", "run_cancelled"]);
 
 function json(res, status, value) {
   const text = JSON.stringify(value, (_k, v) => (v instanceof Uint8Array ? { __bytes: Buffer.from(v).toString("base64") } : v));
@@ -92,12 +122,17 @@ const server = createServer(async (req, res) => {
       const entry = { kind: "delivery", path, start: now(), end: 0, status: 0 };
       const r = body.toString("utf8").match(/"(wrun_[0-9A-Za-z]+)"/);
       if (r) entry.runId = r[1];
+      entry.messageId = req.headers["x-vqs-message-id"];
+      entry.attempt = Number(req.headers["x-vqs-message-attempt"]);
       trace.push(entry);
-      const request = new Request(`http://localhost${req.url}`, { method: "POST", headers: req.headers, body });
-      const response = await flow(request);
-      entry.status = response.status;
-      await toWebResponse(res, response);
-      entry.end = now();
+      try {
+        const request = new Request(`http://localhost${req.url}`, { method: "POST", headers: req.headers, body });
+        const response = await flow(request);
+        entry.status = response.status;
+        await toWebResponse(res, response);
+      } finally {
+        entry.end = now();
+      }
       return;
     }
     if (req.method === "POST" && path === "/start") {
@@ -107,13 +142,43 @@ const server = createServer(async (req, res) => {
       const run = await start(entry, args);
       return json(res, 200, { runId: run.runId });
     }
-    let m = path.match(/^\/runs\/([^/]+)$/);
+    let m = path.match(/^\/runs\/([^/]+)\/settled$/);
+    if (req.method === "GET" && m) {
+      const runId = decodeURIComponent(m[1]);
+      const quietMs = Number(url.searchParams.get("quietMs") ?? 15);
+      const deadline = now() + Number(url.searchParams.get("timeoutMs") ?? 60_000);
+      for (;;) {
+        let terminal = false;
+        let open = false;
+        let last = 0;
+        for (const e of trace) {
+          if (e.end === 0) open = true;
+          else if (e.runId === runId && TERMINAL.has(e.eventType) && e.status >= 200 && e.status < 300) terminal = true;
+          last = Math.max(last, e.start, e.end);
+        }
+        if (terminal && !open && now() - last >= quietMs) return json(res, 200, { runId, lastActivity: last });
+        if (now() > deadline) return json(res, 504, { runId, terminal, open, entries: trace.length });
+        await new Promise((r) => setTimeout(r, 2));
+      }
+    }
+    m = path.match(/^\/runs\/([^/]+)$/);
     if (req.method === "GET" && m) return json(res, 200, await (await getWorld()).runs.get(m[1]));
     m = path.match(/^\/runs\/([^/]+)\/output$/);
     if (req.method === "GET" && m) {
       const run = await (await getWorld()).runs.get(m[1]);
       if (run.status !== "completed") return json(res, 409, { status: run.status, error: run.error });
       return json(res, 200, { output: await hydrateWorkflowReturnValue(run.output, run.runId, undefined) });
+    }
+    m = path.match(/^\/runs\/([^/]+)\/events$/);
+    if (req.method === "GET" && m) {
+      const events = [];
+      let cursor;
+      do {
+        const page = await (await getWorld()).events.list({ runId: m[1], pagination: { limit: 1000, sortOrder: "asc", cursor }, resolveData: "none" });
+        events.push(...page.data);
+        cursor = page.hasMore ? page.cursor : undefined;
+      } while (cursor);
+      return json(res, 200, events);
     }
     m = path.match(/^\/runs\/([^/]+)\/readable$/);
     if (req.method === "GET" && m) return toWebResponse(res, new Response(getRun(m[1]).getReadable()));

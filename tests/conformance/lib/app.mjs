@@ -77,9 +77,13 @@ export async function startApp({ profile = "beta42", dir, client = "0.3", server
     start: (file, workflow, args = []) => call("POST", "/start", { file, workflow, args }),
     run: (runId) => call("GET", `/runs/${encodeURIComponent(runId)}`),
     output: (runId) => call("GET", `/runs/${encodeURIComponent(runId)}/output`).then((r) => r.output),
+    events: (runId) => call("GET", `/runs/${encodeURIComponent(runId)}/events`),
     trace: () => call("GET", "/trace"),
     executions: () => call("GET", "/executions"),
     resetTrace: () => call("POST", "/trace/reset"),
+    /** Resolves once the run's terminal event is answered and the app is quiet (no server requests; see app-server.mjs). */
+    settled: (runId, { quietMs = 15, timeoutMs = 60_000 } = {}) =>
+      call("GET", `/runs/${encodeURIComponent(runId)}/settled?quietMs=${quietMs}&timeoutMs=${timeoutMs}`),
     /** Polls the run until it is no longer pending or running; throws after timeoutMs. */
     async waitRun(runId, { timeoutMs = 60_000, intervalMs = 20 } = {}) {
       const deadline = Date.now() + timeoutMs;

@@ -96,6 +96,20 @@ export function workerdPids() {
   return pids;
 }
 
+/** Whether `pid` descends from this process (other people's workerd runs on a shared machine). */
+export function isDescendant(pid, root = process.pid) {
+  for (let p = pid, hops = 0; p > 1 && hops < 64; hops++) {
+    if (p === root) return true;
+    try {
+      const stat = readFileSync(`/proc/${p}/stat`, "utf8");
+      p = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+    } catch {
+      return false;
+    }
+  }
+  return false;
+}
+
 /** utime+stime of a process in milliseconds (0 when it is gone). */
 export function processCpuMs(pid) {
   try {
@@ -123,9 +137,11 @@ function clockTicks() {
 /**
  * Starts one server. `server`: "ours" or "reference"; `client`: "0.3" or "0.4" (which
  * reference worker; ours serves both). Options: vars (merged over DEFAULT_VARS), persistDir,
- * port (0 = a free one), verbose.
+ * port (0 = a free one), verbose, wrapEntry (a function of the worker's entry module path
+ * returning the path of a module to serve instead, in a directory holding everything it
+ * imports: e.g. the bench's instrumented copy, bench/instrument.mjs).
  */
-export async function startServer({ server = "ours", client = "0.3", vars = {}, persistDir, port = 0, verbose } = {}) {
+export async function startServer({ server = "ours", client = "0.3", vars = {}, persistDir, port = 0, verbose, wrapEntry } = {}) {
   const before = new Set(workerdPids());
   const bindings = { ...DEFAULT_VARS, ...vars };
   let options;
@@ -134,17 +150,19 @@ export async function startServer({ server = "ours", client = "0.3", vars = {}, 
     const cfg = readWranglerConfig();
     const durableObjects = {};
     for (const [name, className] of Object.entries(cfg.durableObjects)) durableObjects[name] = { className, useSQLite: true };
+    const scriptPath = wrapEntry ? await wrapEntry(SCRIPT_PATH, { server, client }) : SCRIPT_PATH;
     options = {
-      scriptPath: SCRIPT_PATH,
+      scriptPath,
       modules: true,
-      modulesRoot: dirname(SCRIPT_PATH),
+      modulesRoot: dirname(scriptPath),
       modulesRules: [{ type: "CompiledWasm", include: ["**/*.wasm"], fallthrough: true }],
       compatibilityDate: cfg.compatibilityDate,
       compatibilityFlags: cfg.compatibilityFlags,
       durableObjects,
     };
   } else if (server === "reference") {
-    const scriptPath = await referenceBundle(client);
+    const bundle = await referenceBundle(client);
+    const scriptPath = wrapEntry ? await wrapEntry(bundle, { server, client }) : bundle;
     const durableObjects = {};
     for (const [name, className] of Object.entries(REFERENCE_BINDINGS[client])) durableObjects[name] = { className, useSQLite: true };
     options = {
@@ -173,7 +191,8 @@ export async function startServer({ server = "ours", client = "0.3", vars = {}, 
     await mf.dispose().catch(() => {});
     throw err;
   }
-  const mine = workerdPids().filter((p) => !before.has(p));
+  // Only our own children: a workerd another process started meanwhile is not this server's.
+  const mine = workerdPids().filter((p) => !before.has(p) && isDescendant(p));
   const base = url.href.replace(/\/$/, "");
   return {
     server,
