@@ -23,6 +23,13 @@
 //                                           confidence interval (N slices per run, 4)
 //   node scripts/bench.mjs --compare before.json after.json
 //
+//   node scripts/bench.mjs workflows [--client 0.3|0.4|both] [--runs N] [--rounds R]
+//        [--only w1,w2] [--profile beta42] [--no-counts] [--json out.json] [--trace W]
+//                                           the Workflow DevKit's standard benchmark through
+//                                           the real clients and runtime, ours and the
+//                                           reference worker alternating; see
+//                                           scripts/bench/workflows.mjs
+//
 // Each throughput workload gets a fresh worker with the default variables
 // (QUEUE_MAX_INFLIGHT 5, QUEUE_MAX_ATTEMPTS 5, ...) and prints its own figures, plus the
 // workerd's CPU over the workload when it can be found (Linux). Needs `npm run build` first.
@@ -96,6 +103,11 @@ function usage(msg) {
     ].join("\n"),
   );
   process.exit(msg ? 2 : 0);
+}
+
+if (process.argv[2] === "workflows") {
+  const { main } = await import("./bench/workflows.mjs");
+  process.exit(await main(process.argv.slice(3)));
 }
 
 const opts = parseArgs(process.argv.slice(2));

@@ -1,0 +1,109 @@
+// npm run bench -- workflows: the Workflow DevKit's standard benchmark workloads through
+// the real world-celld clients and the Workflow runtime, against our worker and the
+// TypeScript reference worker, alternating, on the same workerd (tests/conformance/bench/
+// workflows.mjs has the how and what).
+//
+//   npm run bench -- workflows [--client 0.3|0.4|both] [--runs N] [--rounds R]
+//        [--only noSteps,seq10,…] [--profile beta42|beta55] [--no-counts] [--json out.json]
+//   npm run bench -- workflows --trace seq10 [--client 0.3|0.4|both] [--json out.json]
+//
+//   --runs N      runs of each workload on each server per round (default 3)
+//   --rounds R    rounds; each round runs every workload on both servers, the order of
+//                 the two servers alternating from workload to workload and round to round
+//                 (default 3)
+//   --no-counts   skip the counting pass (instrumented copies of both workers, one run of
+//                 each workload: object calls, storage rows, alarms)
+//   --trace W     one run of workload W on each server, its requests in order with their
+//                 wall times and gaps, and where the run's time went (fixed per-run cost,
+//                 per-step cost)
+//
+// Every run's result is checked; a wrong or failed workflow stops the bench with an error.
+
+import { writeFileSync } from "node:fs";
+import {
+  formatReport,
+  formatTrace,
+  runBench,
+  selectWorkloads,
+  traceWorkload,
+} from "../../tests/conformance/bench/workflows.mjs";
+import { CLIENTS, PROFILES } from "../../tests/conformance/lib/profile.mjs";
+
+export const DEFAULTS = Object.freeze({ runs: 3, rounds: 3 });
+
+export function parseWorkflowArgs(argv) {
+  const opts = { clients: Object.keys(CLIENTS), ...DEFAULTS, only: null, profile: "beta42", counts: true, json: null, trace: null };
+  const value = (i, flag) => {
+    if (i + 1 >= argv.length || argv[i + 1].startsWith("--")) throw new Error(`${flag} needs a value`);
+    return argv[i + 1];
+  };
+  const int = (s, flag) => {
+    const n = Number(s);
+    if (!Number.isInteger(n) || n < 1) throw new Error(`${flag} needs a positive integer, got ${s}`);
+    return n;
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === "--client") {
+      const c = value(i++, a);
+      if (c === "both") opts.clients = Object.keys(CLIENTS);
+      else if (CLIENTS[c]) opts.clients = [c];
+      else throw new Error(`--client: 0.3, 0.4 or both, got ${c}`);
+    } else if (a === "--runs") opts.runs = int(value(i++, a), a);
+    else if (a === "--rounds") opts.rounds = int(value(i++, a), a);
+    else if (a === "--only") opts.only = value(i++, a).split(",").filter(Boolean);
+    else if (a === "--profile") {
+      opts.profile = value(i++, a);
+      if (!PROFILES[opts.profile]) throw new Error(`--profile: ${Object.keys(PROFILES).join(" or ")}, got ${opts.profile}`);
+    } else if (a === "--no-counts") opts.counts = false;
+    else if (a === "--json") opts.json = value(i++, a);
+    else if (a === "--trace") opts.trace = value(i++, a);
+    else throw new Error(`unknown option ${a}`);
+  }
+  selectWorkloads(opts.only); // throws on an unknown name
+  if (opts.trace) selectWorkloads([opts.trace]);
+  return opts;
+}
+
+/** Runs the command; returns the exit code. */
+export async function main(argv) {
+  let opts;
+  try {
+    opts = parseWorkflowArgs(argv);
+  } catch (err) {
+    console.error(`workflows: ${err.message}`);
+    console.error(
+      "usage: npm run bench -- workflows [--client 0.3|0.4|both] [--runs N] [--rounds R] [--only w1,w2] [--profile beta42|beta55] [--no-counts] [--json out.json]\n" +
+        "       npm run bench -- workflows --trace WORKLOAD [--client 0.3|0.4|both] [--profile …] [--json out.json]",
+    );
+    return 2;
+  }
+  try {
+    if (opts.trace) {
+      const [workload] = selectWorkloads([opts.trace]);
+      const traces = [];
+      for (const client of opts.clients) {
+        const t = await traceWorkload({ client, profile: opts.profile, workload });
+        traces.push(t);
+        console.log(formatTrace(t));
+        console.log();
+      }
+      if (opts.json) writeFileSync(opts.json, JSON.stringify(traces, null, 1));
+      return 0;
+    }
+    const result = await runBench({
+      clients: opts.clients,
+      runs: opts.runs,
+      rounds: opts.rounds,
+      workloads: selectWorkloads(opts.only),
+      profile: opts.profile,
+      counts: opts.counts,
+    });
+    console.log(formatReport(result));
+    if (opts.json) writeFileSync(opts.json, JSON.stringify(result, null, 1));
+    return 0;
+  } catch (err) {
+    console.error(`workflows: FAILED: ${err?.stack || err}`);
+    return 1;
+  }
+}

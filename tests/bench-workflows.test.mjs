@@ -1,0 +1,94 @@
+// The workflow bench's plumbing (npm run bench -- workflows; tests/conformance/bench/
+// workflows.mjs): one round of noSteps and seq10 through the real 0.3.0 client on both
+// servers gives both servers' rows with positive counts; the counting pass counts inside
+// both workers; a run whose result does not match stops the bench; the trace analysis
+// tells the fixed per-run cost from the per-step cost. About 40 s.
+
+import assert from "node:assert/strict";
+import { existsSync } from "node:fs";
+import { test } from "node:test";
+import { parseWorkflowArgs } from "../scripts/bench/workflows.mjs";
+import { analyzeTrace, checkRun, formatReport, runBench, selectWorkloads } from "./conformance/bench/workflows.mjs";
+import { SCRIPT_PATH } from "./lib/harness.mjs";
+
+const built = existsSync(SCRIPT_PATH);
+const quiet = () => {};
+
+test("workflow bench: both servers' rows, positive counts, the counting pass", { skip: !built && "needs npm run build", timeout: 180_000 }, async () => {
+  const result = await runBench({ clients: ["0.3"], runs: 1, rounds: 1, workloads: selectWorkloads(["noSteps", "seq10"]), counts: true, log: quiet });
+  const c = result.clients["0.3"];
+  for (const name of ["noSteps", "seq10"]) {
+    for (const kind of ["ours", "reference"]) {
+      const s = c.workloads[name][kind];
+      assert.equal(s.n, 1, `${name} ${kind} runs`);
+      assert.ok(s.medianMs > 0, `${name} ${kind} median ${s.medianMs}`);
+      assert.ok(s.requests > 0 && s.deliveries >= 1, `${name} ${kind} requests ${s.requests} deliveries ${s.deliveries}`);
+      assert.ok(s.cpuMsPerRun > 0, `${name} ${kind} cpu ${s.cpuMsPerRun}`);
+      const k = c.counts[name][kind];
+      assert.ok(k.objectCalls > 0 && k.rowsWritten > 0 && k.rowsRead > 0, `${name} ${kind} counts ${JSON.stringify(k)}`);
+    }
+  }
+  // A sequential run does more than a run without steps, on both servers.
+  assert.ok(c.workloads.seq10.ours.requests > c.workloads.noSteps.ours.requests);
+  assert.ok(c.counts.seq10.reference.objectCalls > c.counts.noSteps.reference.objectCalls);
+  const report = formatReport(result);
+  assert.match(report, /\| noSteps +\| \d+ \/ \d+ /);
+  assert.match(report, /\| seq10 +\| \d+ \/ \d+ /);
+  assert.match(report, /geometric mean of the median ratio over 2 workloads/);
+  assert.match(report, /load average/);
+});
+
+test("workflow bench: a run with the wrong result stops the bench", { skip: !built && "needs npm run build", timeout: 120_000 }, async () => {
+  // The checker is the bench's own, fed a corrupted expectation for noSteps.
+  const corrupted = (app, w, runId) => checkRun(app, { ...w, expect: w.name === "noSteps" ? 43 : w.expect }, runId);
+  await assert.rejects(
+    runBench({ clients: ["0.3"], runs: 1, rounds: 1, workloads: selectWorkloads(["noSteps"]), warmup: false, check: corrupted, log: quiet }),
+    /noSteps: run wrun_\w+ returned 42, expected 43/,
+  );
+});
+
+test("workflow bench: options", () => {
+  const o = parseWorkflowArgs(["--client", "0.4", "--runs", "2", "--rounds", "1", "--only", "seq10,par10", "--no-counts"]);
+  assert.deepEqual([o.clients, o.runs, o.rounds, o.only, o.counts], [["0.4"], 2, 1, ["seq10", "par10"], false]);
+  assert.deepEqual(parseWorkflowArgs([]).clients, ["0.3", "0.4"]);
+  assert.throws(() => parseWorkflowArgs(["--only", "seq11"]), /unknown workload seq11/);
+  assert.throws(() => parseWorkflowArgs(["--client", "0.5"]), /--client/);
+  assert.throws(() => parseWorkflowArgs(["--runs", "0"]), /positive integer/);
+});
+
+test("trace analysis: start, end and steady steps", () => {
+  // A synthetic seq-like run: start requests, a delivery, 6 steps of 3 requests, the end.
+  const trace = [];
+  let t = 0;
+  const req = (label, eventType, ms, gap = 1) => {
+    const [binding, method] = label.split(".");
+    trace.push({ kind: "request", path: `/v1/rpc/${binding}/wrun_X/${method}`, eventType, start: t, end: t + ms, status: 200, runId: "wrun_X" });
+    t += ms + gap;
+  };
+  req("runs.applyEvent", "run_created", 5);
+  req("queue.enqueue", undefined, 3);
+  const delivery = { kind: "delivery", path: "/.well-known/workflow/v1/flow", start: t + 2, end: 0, status: 200 };
+  trace.push(delivery);
+  t += 2;
+  req("runs.applyEvent", "run_started", 4);
+  for (let k = 0; k < 6; k++) {
+    req("runs.applyEvent", "step_started", 2);
+    req("runs.applyEvent", "step_completed", 2);
+    req("runs.listEvents", undefined, 1, 3);
+  }
+  req("runs.applyEvent", "run_completed", 2);
+  delivery.end = t;
+  const a = analyzeTrace({ trace, ms: 100 });
+  assert.equal(a.requests, 22);
+  assert.equal(a.deliveries, 1);
+  assert.equal(a.startToDeliveryMs, 12);
+  assert.deepEqual(a.startRequests, ["runs.applyEvent(run_created)", "queue.enqueue"]);
+  assert.equal(a.stepEvent, "step_started");
+  assert.equal(a.steps.length, 5);
+  assert.equal(a.steady.n, 3);
+  assert.equal(a.steady.ms, 10); // 2+1 + 2+1 + 1+3
+  assert.equal(a.steady.reqMs, 5);
+  assert.equal(a.steady.runtimeMs, 5);
+  assert.deepEqual(a.steady.requests.map((r) => r.label), ["runs.applyEvent(step_started)", "runs.applyEvent(step_completed)", "runs.listEvents"]);
+  assert.equal(a.lastStepToDoneMs, 1 + 1 + 3 + 2);
+});

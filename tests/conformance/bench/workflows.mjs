@@ -1,0 +1,599 @@
+// The workflow bench (npm run bench -- workflows): the Workflow DevKit's standard benchmark
+// workloads (bench/workflows/bench.ts) run by a real Workflow app (the runtime of a profile
+// with a real world-celld client as its World, lib/app-server.mjs on Node 22) against our
+// worker and the TypeScript reference worker of the same client generation, each in its own
+// Miniflare/workerd, both alive at once and used in turn within one time window.
+//
+// Per workload, server and client it measures, over `rounds` × `runs` runs:
+//   - execution time: completedAt − createdAt of the run record (the server's clock);
+//   - requests the worker served per run: the client's requests to the server in the app's
+//     request trace (the bench waits for a run through the trace, never by polling the
+//     server, so the count is the run's own) and the queue's deliveries to the app;
+//   - server CPU per run: the workerd process's CPU time (the run time of its threads from
+//     /proc/<pid>/task/*/schedstat: utime+stime without the 10 ms tick rounding) over the
+//     workload's runs, divided by the runs;
+// and checks every run's result (status, output, and for stream50 every line of the run's
+// output stream): a wrong or failed workflow aborts the bench.
+//
+// With `counts`, a second pass on instrumented copies of both workers (bench/instrument.mjs)
+// counts what each run asked of the platform: Durable Object calls, storage rows read and
+// written, alarms set and fired. The instrumentation costs CPU, so it never runs in the
+// timed pass.
+//
+// traceRun() gives one run's requests in order with their wall times and gaps (--trace).
+
+import { readFileSync } from "node:fs";
+import os from "node:os";
+import { readStat, sampleCpu, threadsDeltaMs, hostCpu, stealPct } from "../../../scripts/bench/proc.mjs";
+import { percentile } from "../../../scripts/bench/stats.mjs";
+import { startApp } from "../lib/app.mjs";
+import { buildApp, CLIENTS, ensureProfile, PROFILES } from "../lib/profile.mjs";
+import { startServer } from "../lib/workers.mjs";
+import { instrumentedEntry, readCounts, resetCounts } from "./instrument.mjs";
+import { fileURLToPath } from "node:url";
+
+export const WORKFLOWS_DIR = fileURLToPath(new URL("./workflows", import.meta.url));
+export const FILE = "workflows/bench.ts";
+export const SERVERS = ["ours", "reference"];
+
+/** The payload workloads' payload: as bench.ts makes it (size characters from an LCG). */
+export function benchPayload(size, seed) {
+  let x = seed >>> 0;
+  let p = "";
+  for (let i = 0; i < size; i++) {
+    x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
+    p += String.fromCharCode(33 + ((x >>> 24) % 94));
+  }
+  return p;
+}
+
+export function fnv1a(s) {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) {
+    h ^= s.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h;
+}
+
+const sum = (n) => (n * (n - 1)) / 2;
+const rotate = (s, n) => s.slice(n % s.length) + s.slice(0, n % s.length);
+
+function payloadWorkload(n) {
+  const size = 10 * 1024;
+  const seed = 0x5eed + n;
+  const final = rotate(benchPayload(size, seed), n);
+  return { name: `payload${n}`, workflow: "payload", args: [n, size, seed], expect: { length: size, fnv: fnv1a(final) } };
+}
+
+function streamLines(n) {
+  let text = "";
+  for (let i = 0; i < n; i++) {
+    const line = `chunk ${i}`;
+    text += `${line.toUpperCase()}/${line.length}\n`;
+  }
+  return text;
+}
+
+/**
+ * Why stream50 does not run through the 0.4.0 client, on either worker (found with this
+ * bench, 2026-12-04). The runtime hands a step its stream argument through a
+ * `type: 'bytes'` ReadableStream (@workflow/core serialization.js, beta.42 and beta.55)
+ * that enqueues each chunk `world.streams.get()` yields, and enqueueing a view into a byte
+ * stream transfers its whole ArrayBuffer. world-celld 0.4.0's `streams.get()` yields the
+ * chunks of one read (up to 32) as views into one response buffer, so the first enqueue
+ * detaches the rest ("chunk ArrayBuffer is zero-length or detached") and the step never
+ * finishes. The 0.3.0 client copies each chunk. A run's own output stream
+ * (getRun().getReadable()) reads fine through 0.4.0.
+ */
+export const STREAM_STEP_ARG_0_4 =
+  "client 0.4.0 yields a read's chunks as views of one buffer, and the runtime's byte stream for a step's stream argument transfers it on the first enqueue: the step hangs on both workers";
+
+/**
+ * The workloads, by the DevKit benchmark's names. `skip`: client → why it cannot run there. `expect` is the run's output; `stream`,
+ * when set, the exact text of the run's output stream.
+ */
+export const WORKLOADS = [
+  { name: "noSteps", workflow: "noSteps", args: [21], expect: 42 },
+  { name: "oneStep", workflow: "oneStep", args: [41], expect: 42 },
+  ...[10, 25, 50].map((n) => ({ name: `seq${n}`, workflow: "sequential", args: [n], expect: sum(n) })),
+  ...[10, 25, 50].map((n) => ({ name: `par${n}`, workflow: "parallel", args: [n], expect: sum(n) })),
+  payloadWorkload(10),
+  payloadWorkload(25),
+  { name: "stream50", workflow: "stream", args: [50], expect: 50, stream: streamLines(50), skip: { "0.4": STREAM_STEP_ARG_0_4 } },
+];
+
+export function selectWorkloads(only) {
+  if (!only || only.length === 0) return WORKLOADS;
+  const byName = new Map(WORKLOADS.map((w) => [w.name, w]));
+  return only.map((n) => {
+    const w = byName.get(n);
+    if (!w) throw new Error(`unknown workload ${n} (have: ${WORKLOADS.map((x) => x.name).join(", ")})`);
+    return w;
+  });
+}
+
+/** Throws unless a run completed with the workload's result. */
+export async function checkRun(app, w, runId, record) {
+  const rec = record ?? (await app.run(runId));
+  if (rec.status !== "completed") throw new Error(`${w.name}: run ${runId} ${rec.status}: ${JSON.stringify(rec.error ?? null).slice(0, 500)}`);
+  const output = await app.output(runId);
+  if (JSON.stringify(output) !== JSON.stringify(w.expect)) {
+    throw new Error(`${w.name}: run ${runId} returned ${JSON.stringify(output).slice(0, 200)}, expected ${JSON.stringify(w.expect).slice(0, 200)}`);
+  }
+  if (w.stream !== undefined) {
+    const res = await fetch(`${app.url}/runs/${encodeURIComponent(runId)}/readable`);
+    const text = await res.text();
+    if (!res.ok || text !== w.stream) {
+      const got = text.split("\n").filter(Boolean);
+      throw new Error(`${w.name}: run ${runId}'s output stream has ${got.length} lines (${JSON.stringify(text.slice(0, 120))}…), expected ${w.stream.split("\n").length - 1}`);
+    }
+  }
+  return rec;
+}
+
+/** Run time of all threads of a server's workerd processes, in ms, as a sampler. */
+function cpuMeter(server) {
+  const procs = server.pids().map((pid) => ({ pid, starttime: readStat(pid).starttime }));
+  if (procs.length === 0) throw new Error(`no workerd process for ${server.server}`);
+  return {
+    sample: () => procs.map((p) => sampleCpu(p)),
+    deltaMs: (a, b) => a.reduce((s, x, i) => s + threadsDeltaMs(x, b[i]), 0),
+  };
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** What a run's trace says: requests to the server and deliveries to the app. */
+export function traceCounts(trace) {
+  let requests = 0;
+  let deliveries = 0;
+  for (const e of trace) {
+    if (e.kind === "request") requests++;
+    else if (e.kind === "delivery") deliveries++;
+  }
+  return { requests, deliveries };
+}
+
+/**
+ * `n` runs of a workload, one after the other, each waited for through the app's trace.
+ * Returns per run {runId, ms, requests, deliveries, trace}, and the server's CPU over them.
+ * The checks (which ask the server) run after the CPU window.
+ */
+export async function runBatch(side, w, n, { keepTrace = false } = {}) {
+  const { app, meter } = side;
+  const runs = [];
+  const c0 = meter.sample();
+  for (let i = 0; i < n; i++) {
+    await app.resetTrace();
+    const { runId } = await app.start(FILE, w.workflow, w.args);
+    try {
+      await app.settled(runId, { timeoutMs: 120_000 });
+    } catch (err) {
+      const rec = await app.run(runId).catch(() => null);
+      throw new Error(`${w.name}: run ${runId} did not settle (${rec?.status ?? "?"}): ${err.message}`);
+    }
+    const trace = await app.trace();
+    runs.push({ runId, trace, ...traceCounts(trace) });
+  }
+  await sleep(20); // the queue's acknowledgement of the last delivery
+  const cpuMs = meter.deltaMs(c0, meter.sample());
+  for (const r of runs) {
+    const rec = await side.check(app, w, r.runId);
+    r.ms = new Date(rec.completedAt).getTime() - new Date(rec.createdAt).getTime();
+    r.createdAt = rec.createdAt;
+    r.completedAt = rec.completedAt;
+    if (!keepTrace) delete r.trace;
+  }
+  return { runs, cpuMs };
+}
+
+/** Starts a server of `kind` and an app on it; `instrument` serves an instrumented copy. */
+async function startSide({ kind, client, profile, dir, instrument = false, check = checkRun }) {
+  const server = await startServer({ server: kind, client, ...(instrument ? { wrapEntry: instrumentedEntry(profile) } : {}) });
+  let app;
+  try {
+    app = await startApp({ profile, dir, client, server });
+  } catch (err) {
+    await server.dispose();
+    throw err;
+  }
+  return {
+    kind,
+    client,
+    server,
+    app,
+    check,
+    meter: cpuMeter(server),
+    async stop() {
+      await app.stop().catch(() => {});
+      await server.dispose().catch(() => {});
+    },
+  };
+}
+
+/** Builds (or reuses) the bench app of a profile. */
+export function benchApp(profile) {
+  ensureProfile(profile);
+  return buildApp(profile, ".bench", { template: null, workflowsDir: WORKFLOWS_DIR });
+}
+
+function machineStart() {
+  return { loadavg: os.loadavg(), host: readHostBusy(), at: Date.now() };
+}
+
+/** The machine's counters (the first line of /proc/stat, all CPUs): steal, total and idle jiffies. */
+function readHostBusy() {
+  const h = hostCpu();
+  let idle = 0;
+  try {
+    const v = readFileSync("/proc/stat", "utf8").split("\n", 1)[0].trim().split(/\s+/).slice(1).map(Number);
+    idle = (v[3] || 0) + (v[4] || 0); // idle + iowait
+  } catch {
+    // not Linux
+  }
+  return { ...h, idle };
+}
+
+function machineEnd(start) {
+  const host = readHostBusy();
+  const total = host.total - start.host.total;
+  return {
+    loadavgStart: start.loadavg,
+    loadavgEnd: os.loadavg(),
+    stealPct: stealPct(start.host, host),
+    busyPct: total > 0 ? (100 * (total - (host.idle - start.host.idle))) / total : NaN,
+    cpus: os.cpus().length,
+    wallS: (Date.now() - start.at) / 1000,
+  };
+}
+
+/**
+ * The bench. Options: clients (["0.3", "0.4"]), runs (per workload, server and round),
+ * rounds, workloads (default WORKLOADS), profile ("beta42"), warmup (true), counts (false:
+ * the instrumented pass), check (checkRun: (app, workload, runId) → run record), log.
+ * Returns {profile, runtime, clients: {client: {workloads: {name: {ours, reference}}, machine, counts}}, machine}.
+ */
+export async function runBench({
+  clients = ["0.3", "0.4"],
+  runs = 3,
+  rounds = 3,
+  workloads = WORKLOADS,
+  profile = "beta42",
+  warmup = true,
+  counts = false,
+  check = checkRun,
+  log = (m) => console.error(m),
+} = {}) {
+  const dir = benchApp(profile);
+  const result = { profile, runtime: PROFILES[profile].runtime, runs, rounds, date: new Date().toISOString(), clients: {} };
+  const m0 = machineStart();
+  for (const client of clients) {
+    const c0 = machineStart();
+    const sides = {};
+    const skipped = workloads.filter((w) => w.skip?.[client]).map((w) => ({ name: w.name, reason: w.skip[client] }));
+    const wls = workloads.filter((w) => !w.skip?.[client]);
+    try {
+      for (const kind of SERVERS) sides[kind] = await startSide({ kind, client, profile, dir, check });
+      if (warmup) {
+        log(`client ${CLIENTS[client]}: warm-up (one run of each workload on each server)`);
+        for (const w of wls) for (const kind of SERVERS) await runBatch(sides[kind], w, 1);
+      }
+      const per = {};
+      for (const w of wls) per[w.name] = { ours: { runs: [], cpuMs: 0 }, reference: { runs: [], cpuMs: 0 } };
+      for (let r = 0; r < rounds; r++) {
+        log(`client ${CLIENTS[client]}: round ${r + 1}/${rounds}`);
+        for (const [wi, w] of wls.entries()) {
+          const order = (r + wi) % 2 === 0 ? SERVERS : [...SERVERS].reverse();
+          for (const kind of order) {
+            const b = await runBatch(sides[kind], w, runs);
+            per[w.name][kind].runs.push(...b.runs);
+            per[w.name][kind].cpuMs += b.cpuMs;
+          }
+        }
+      }
+      result.clients[client] = { version: CLIENTS[client], workloads: summarize(per), skipped, machine: machineEnd(c0) };
+    } finally {
+      for (const s of Object.values(sides)) await s.stop();
+    }
+    if (counts) result.clients[client].counts = await countPass({ client, profile, dir, workloads: wls, check, log });
+  }
+  result.machine = machineEnd(m0);
+  return result;
+}
+
+/**
+ * The instrumented pass: instrumented copies of both workers, one warm-up run of noSteps,
+ * then one run of each workload; per run what the worker did (bench/instrument.mjs).
+ */
+async function countPass({ client, profile, dir, workloads, check, log }) {
+  log(`client ${CLIENTS[client]}: counting (instrumented workers, one run of each workload)`);
+  const out = {};
+  const sides = {};
+  try {
+    for (const kind of SERVERS) sides[kind] = await startSide({ kind, client, profile, dir, instrument: true, check });
+    for (const kind of SERVERS) await runBatch(sides[kind], WORKLOADS[0], 1);
+    for (const w of workloads) {
+      out[w.name] = {};
+      for (const kind of SERVERS) {
+        await resetCounts(sides[kind].server);
+        const b = await runBatch(sides[kind], w, 1);
+        await sleep(30);
+        out[w.name][kind] = { ...(await readCounts(sides[kind].server)), requests: b.runs[0].requests, deliveries: b.runs[0].deliveries };
+      }
+    }
+  } finally {
+    for (const s of Object.values(sides)) await s.stop();
+  }
+  return out;
+}
+
+function stats(runs, cpuMs) {
+  const ms = runs.map((r) => r.ms).sort((a, b) => a - b);
+  const avg = (f) => runs.reduce((s, r) => s + r[f], 0) / runs.length;
+  return {
+    n: runs.length,
+    medianMs: percentile(ms, 50),
+    p95Ms: percentile(ms, 95),
+    minMs: ms[0],
+    maxMs: ms[ms.length - 1],
+    requests: avg("requests"),
+    deliveries: avg("deliveries"),
+    cpuMsPerRun: cpuMs / runs.length,
+    samplesMs: runs.map((r) => r.ms),
+  };
+}
+
+function summarize(per) {
+  const out = {};
+  for (const [name, sides] of Object.entries(per)) {
+    out[name] = { ours: stats(sides.ours.runs, sides.ours.cpuMs), reference: stats(sides.reference.runs, sides.reference.cpuMs) };
+  }
+  return out;
+}
+
+export function geoMean(xs) {
+  const v = xs.filter((x) => x > 0 && Number.isFinite(x));
+  return v.length ? Math.exp(v.reduce((s, x) => s + Math.log(x), 0) / v.length) : NaN;
+}
+
+const f0 = (x) => (Number.isFinite(x) ? x.toFixed(0) : "-");
+const f1 = (x) => (Number.isFinite(x) ? x.toFixed(1) : "-");
+const f2 = (x) => (Number.isFinite(x) ? x.toFixed(2) : "-");
+
+function table(header, rows) {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => String(r[i]).length)));
+  const line = (cells) => `| ${cells.map((c, i) => String(c).padEnd(widths[i])).join(" | ")} |`;
+  return [line(header), `| ${widths.map((w) => "-".repeat(w)).join(" | ")} |`, ...rows.map(line)].join("\n");
+}
+
+/** The printed report: one table per client (ours/reference), the geometric means, the machine. */
+export function formatReport(result) {
+  const lines = [];
+  const loadLine = (m) =>
+    `load average ${m.loadavgStart.map(f2).join(" ")} → ${m.loadavgEnd.map(f2).join(" ")}, host steal ${f1(m.stealPct)} %, machine busy ${f0(m.busyPct)} % of ${m.cpus} CPUs, ${f0(m.wallS)} s`;
+  lines.push(
+    `# workflow bench ${result.date.slice(0, 16).replace("T", " ")} UTC: Workflow runtime ${result.runtime} (profile ${result.profile}), ` +
+      `${result.rounds} round(s) × ${result.runs} run(s) per workload and server, ours then reference alternating; ours/reference`,
+  );
+  for (const [client, c] of Object.entries(result.clients)) {
+    lines.push("", `## client ${c.version} — ${loadLine(c.machine)}`, "");
+    const rows = [];
+    const ratios = [];
+    let cpuOurs = 0;
+    let cpuRef = 0;
+    for (const [name, s] of Object.entries(c.workloads)) {
+      const { ours: o, reference: r } = s;
+      const ratio = o.medianMs / r.medianMs;
+      ratios.push(ratio);
+      cpuOurs += o.cpuMsPerRun * o.n;
+      cpuRef += r.cpuMsPerRun * r.n;
+      rows.push([
+        name,
+        `${f0(o.medianMs)} / ${f0(r.medianMs)}`,
+        f2(ratio),
+        `${f0(o.p95Ms)} / ${f0(r.p95Ms)}`,
+        `${f1(o.requests)} / ${f1(r.requests)}`,
+        `${f1(o.deliveries)} / ${f1(r.deliveries)}`,
+        `${f1(o.cpuMsPerRun)} / ${f1(r.cpuMsPerRun)}`,
+        f2(o.cpuMsPerRun / r.cpuMsPerRun),
+      ]);
+    }
+    lines.push(table(["workload", "median ms", "ratio", "p95 ms", "requests/run", "deliveries/run", "server CPU ms/run", "CPU ratio"], rows));
+    for (const k of c.skipped ?? []) lines.push(`(${k.name} not run with client ${c.version}: ${k.reason})`);
+    lines.push("", `geometric mean of the median ratio over ${ratios.length} workloads: **${f2(geoMean(ratios))}**; server CPU of the whole bench, ours/reference: ${f2(cpuOurs / cpuRef)}`);
+    if (c.counts) lines.push("", formatCounts(c.counts));
+  }
+  if (Object.keys(result.clients).length > 1) lines.push("", `whole bench: ${loadLine(result.machine)}`);
+  return lines.join("\n");
+}
+
+/** The instrumented pass's table: what one run asked of the platform, ours / reference. */
+export function formatCounts(counts) {
+  const rows = [];
+  for (const [name, s] of Object.entries(counts)) {
+    const o = s.ours;
+    const r = s.reference;
+    const pair = (f) => `${o[f] ?? "-"} / ${r[f] ?? "-"}`;
+    rows.push([name, pair("requests"), pair("deliveries"), pair("objectCalls"), pair("objectToObject"), pair("storageCalls"), pair("rowsRead"), pair("rowsWritten"), pair("alarmsSet"), pair("alarmsFired")]);
+  }
+  return (
+    "what one run asked of the platform (instrumented copies of both workers, one run each; ours / reference):\n\n" +
+    table(["workload", "requests", "deliveries", "object calls", "of them object→object", "storage calls", "rows read", "rows written", "alarms set", "alarms fired"], rows)
+  );
+}
+
+// ---- where a run's time goes (--trace) ----
+
+/** A request's name: `binding.method` of the RPC path, with the event type of an applyEvent. */
+export function requestLabel(e) {
+  if (e.kind === "delivery") return "delivery";
+  const m = e.path.match(/^\/v1\/rpc\/([^/]+)\/[^/]+\/([^/?]+)/);
+  let label = m ? `${m[1]}.${m[2]}` : e.path.replace(/\?.*$/, "").replace(/wrun_[0-9A-Za-z]+/g, ":run").replace(/strm_[0-9A-Za-z_-]+/g, ":stream");
+  if (e.eventType) label += `(${e.eventType})`;
+  return label;
+}
+
+/**
+ * One traced run of workload `w` on each server (after one warm-up run of it): the run,
+ * its record's times and its trace. Returns {client, workload, sides: {ours, reference}}.
+ */
+export async function traceWorkload({ client = "0.3", profile = "beta42", workload, log = (m) => console.error(m), check = checkRun }) {
+  if (workload.skip?.[client]) throw new Error(`${workload.name} does not run with client ${CLIENTS[client]}: ${workload.skip[client]}`);
+  const dir = benchApp(profile);
+  const out = { client, version: CLIENTS[client], runtime: PROFILES[profile].runtime, workload: workload.name, date: new Date().toISOString(), sides: {} };
+  for (const kind of SERVERS) {
+    const side = await startSide({ kind, client, profile, dir, check });
+    try {
+      log(`client ${CLIENTS[client]}, ${kind}: warm-up, then one traced run of ${workload.name}`);
+      await runBatch(side, WORKLOADS[0], 1);
+      await runBatch(side, workload, 1);
+      const b = await runBatch(side, workload, 1, { keepTrace: true });
+      out.sides[kind] = { ...b.runs[0], cpuMs: b.cpuMs };
+    } finally {
+      await side.stop();
+    }
+  }
+  return out;
+}
+
+const median = (xs) => percentile([...xs].sort((a, b) => a - b), 50);
+const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
+
+/** Total wall time covered by the union of intervals [start, end] clipped to [lo, hi]. */
+function covered(intervals, lo, hi) {
+  const xs = intervals.map(([a, b]) => [Math.max(a, lo), Math.min(b, hi)]).filter(([a, b]) => b > a).sort((p, q) => p[0] - q[0]);
+  let total = 0;
+  let curA = -Infinity;
+  let curB = -Infinity;
+  for (const [a, b] of xs) {
+    if (a > curB) {
+      if (curB > curA) total += curB - curA;
+      curA = a;
+      curB = b;
+    } else curB = Math.max(curB, b);
+  }
+  if (curB > curA) total += curB - curA;
+  return total;
+}
+
+/**
+ * The analysis of one traced run: the fixed per-run cost (the first request → the first
+ * delivery; the last step's completion → the run's completion answered) and, for steps
+ * one after another, each step from its first event (step_created, or step_started where
+ * the runtime writes no step_created) to the next one's: its requests, the time inside them
+ * and the runtime's own time between them.
+ */
+export function analyzeTrace(side) {
+  const trace = side.trace.filter((e) => e.end > 0).sort((a, b) => a.start - b.start);
+  const reqs = trace.filter((e) => e.kind === "request");
+  const deliveries = trace.filter((e) => e.kind === "delivery");
+  const t0 = trace[0].start;
+  const ofType = (t) => reqs.filter((e) => e.eventType === t);
+  // A step's first event: step_created where the runtime writes one, else step_started
+  // (runtime 5.0.0-beta.42 starts a step with step_started).
+  const created = ofType("step_created").length ? ofType("step_created") : ofType("step_started");
+  const completedSteps = ofType("step_completed");
+  const runDone = reqs.find((e) => e.eventType === "run_completed");
+  const firstDelivery = deliveries[0];
+  const a = {
+    requests: reqs.length,
+    deliveries: deliveries.length,
+    execMs: side.ms,
+    wallMs: Math.max(...trace.map((e) => e.end)) - t0,
+    startToDeliveryMs: firstDelivery ? firstDelivery.start - t0 : NaN,
+    startRequests: reqs.filter((e) => firstDelivery && e.start < firstDelivery.start).map(requestLabel),
+    requestMsAll: covered(reqs.map((e) => [e.start, e.end]), -Infinity, Infinity),
+  };
+  if (runDone && completedSteps.length) {
+    const last = completedSteps[completedSteps.length - 1];
+    a.lastStepToDoneMs = runDone.end - last.end;
+    a.endRequests = reqs.filter((e) => e.start >= last.end && e.start <= runDone.start).map(requestLabel);
+  } else if (runDone && firstDelivery) {
+    a.deliveryToDoneMs = runDone.end - firstDelivery.start;
+    a.endRequests = reqs.filter((e) => e.start >= firstDelivery.start && e.start <= runDone.start).map(requestLabel);
+  }
+  a.stepEvent = created[0]?.eventType;
+  // Steps one after another: step k from its first event to step k+1's.
+  const steps = [];
+  for (let k = 0; k + 1 < created.length; k++) {
+    const lo = created[k].start;
+    const hi = created[k + 1].start;
+    if (created[k + 1].start < created[k].end) break; // concurrent steps: no sequence
+    const inside = reqs.filter((e) => e.start >= lo && e.start < hi);
+    const reqMs = covered(inside.map((e) => [e.start, e.end]), lo, hi);
+    steps.push({ k, ms: hi - lo, requests: inside.map(requestLabel), requestWall: inside.map((e) => e.end - e.start), reqMs, runtimeMs: hi - lo - reqMs });
+  }
+  a.steps = steps;
+  // Steady steps: drop the first and last (warming the run's state, and the run's end).
+  const steady = steps.length > 4 ? steps.slice(1, -1) : steps;
+  if (steady.length) {
+    const labels = steady[0].requests;
+    a.steady = {
+      n: steady.length,
+      // Means, so that the parts add up; each request's wall time is a median.
+      ms: mean(steady.map((s) => s.ms)),
+      reqMs: mean(steady.map((s) => s.reqMs)),
+      runtimeMs: mean(steady.map((s) => s.runtimeMs)),
+      medianMs: median(steady.map((s) => s.ms)),
+      requests: labels.map((label, i) => ({
+        label,
+        ms: median(steady.filter((s) => s.requests[i] === label).map((s) => s.requestWall[i])),
+      })),
+      sameShape: steady.every((s) => s.requests.join() === labels.join()),
+    };
+  }
+  return a;
+}
+
+/** The printed trace: each server's run in order (wall times and gaps), then the summary. */
+export function formatTrace(t, { maxLines = 400 } = {}) {
+  const lines = [
+    `# trace of one ${t.workload} run, client ${t.version}, Workflow runtime ${t.runtime}, ${t.date.slice(0, 16).replace("T", " ")} UTC, load average ${os.loadavg().map(f2).join(" ")}`,
+  ];
+  const summaries = {};
+  for (const [kind, side] of Object.entries(t.sides)) {
+    const trace = side.trace.filter((e) => e.end > 0).sort((x, y) => x.start - y.start);
+    const t0 = trace[0].start;
+    lines.push("", `## ${kind}: run ${side.runId}, execution ${side.ms} ms (completedAt − createdAt), ${side.requests} requests, ${side.deliveries} deliveries, server CPU ${f1(side.cpuMs)} ms`, "");
+    lines.push("     t ms   wall   gap  request");
+    // Lines: each request at its start; each delivery at its arrival and its answer.
+    const points = [];
+    for (const e of trace) {
+      if (e.kind === "delivery") {
+        points.push({ t: e.start, end: e.start, text: `→ delivery in (${e.path})` });
+        points.push({ t: e.end, end: e.end, text: `← delivery answered ${e.status} after ${f1(e.end - e.start)} ms` });
+      } else points.push({ t: e.start, end: e.end, wall: e.end - e.start, text: `${requestLabel(e)}${e.status >= 300 || !e.status ? ` [${e.status}]` : ""}` });
+    }
+    points.sort((x, y) => x.t - y.t);
+    let last = t0;
+    for (const [i, p] of points.entries()) {
+      if (i >= maxLines) {
+        lines.push(`  … ${points.length - maxLines} more`);
+        break;
+      }
+      const gap = p.t - last;
+      lines.push(`${f1(p.t - t0).padStart(8)} ${p.wall !== undefined ? f1(p.wall).padStart(6) : "".padStart(6)} ${gap >= 0 ? f1(gap).padStart(5) : "    ∥"}  ${p.text}`);
+      last = Math.max(last, p.end);
+    }
+    summaries[kind] = analyzeTrace(side);
+  }
+  lines.push("", "## summary (ours / reference)", "");
+  const o = summaries.ours;
+  const r = summaries.reference;
+  const pair = (f, g = f1) => `${g(o[f])} / ${g(r[f])}`;
+  lines.push(`- execution (completedAt − createdAt): ${pair("execMs", f0)} ms; client-side first request → last answer ${pair("wallMs")} ms; inside requests ${pair("requestMsAll")} ms`);
+  lines.push(`- requests ${pair("requests", f0)}, deliveries ${pair("deliveries", f0)}`);
+  lines.push(`- start: first request → first delivery ${pair("startToDeliveryMs")} ms (requests before it: ours ${o.startRequests.join(", ")}; reference ${r.startRequests.join(", ")})`);
+  if (o.lastStepToDoneMs !== undefined) lines.push(`- end: last step_completed answered → run_completed answered ${pair("lastStepToDoneMs")} ms (${o.endRequests.join(", ")})`);
+  else if (o.deliveryToDoneMs !== undefined) lines.push(`- first delivery in → run_completed answered ${pair("deliveryToDoneMs")} ms (${o.endRequests.join(", ")})`);
+  for (const [kind, s] of [["ours", o], ["reference", r]]) {
+    if (!s.steady) continue;
+    const st = s.steady;
+    lines.push(
+      `- ${kind}: a steady step (${s.stepEvent} → next ${s.stepEvent}; mean of the ${st.n} steps between the first and the last) ${f1(st.ms)} ms (median ${f1(st.medianMs)}) = ${f1(st.reqMs)} inside its ${st.requests.length} requests + ${f1(st.runtimeMs)} the runtime's own time${st.sameShape ? "" : " (steps differ in shape)"}; each request's median wall ms:`,
+      `    ${st.requests.map((q) => `${q.label} ${f1(q.ms)}`).join(" → ")}`,
+    );
+  }
+  return lines.join("\n");
+}
