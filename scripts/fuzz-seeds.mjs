@@ -29,13 +29,13 @@ const MAX_OPS = 24;
 const MAX_BODY = 16 * 1024;
 const BINDING_TARGETS = { runs: "run", streams: "stream", index: "index", queue: "queue" };
 export const TARGETS = ["router", "codec", "run", "stream", "index", "queue", "shards"];
-/** The coordinator operations in the order of `IndexOp::ALL` (src/coordinator/mod.rs). */
+/** The coordinator operations in the order of `IndexOp::ALL` (src/wire/router.rs). */
 const INDEX_OPS = ["runs/list", "runs/commit", "runs/expire", "hooks/reserve", "hooks/finalize", "hooks/release-reservation", "hooks/release"];
 /** The shards target's run pool (`RUNS`), in order. */
 const SHARD_RUNS = ["wrun_A", "wrun_B", "wrun_C"];
 
 /** Each binding's method whitelist, in the order of `Binding::methods()` (router.rs): an
- * inline list there, or a core's `METHODS` constant it names (`&crate::stream::METHODS`). */
+ * inline list there (today), or a core's `METHODS` constant it names (`&crate::stream::METHODS`). */
 function whitelists() {
   const src = readFileSync(join(ROOT, "src", "wire", "router.rs"), "utf8");
   const fn = src.slice(src.indexOf("pub fn methods(self)"));

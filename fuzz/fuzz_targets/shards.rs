@@ -41,7 +41,7 @@ use fuzz_support::*;
 use libfuzzer_sys::fuzz_target;
 use world_celld_rs::catalog::records::{ExpiryFence, ExpiryGc};
 use world_celld_rs::catalog::{self, keys as catalog_keys};
-use world_celld_rs::coordinator::{self, IndexOp};
+use world_celld_rs::coordinator;
 use world_celld_rs::facade::testing::Fleet;
 use world_celld_rs::hook_shard::driver::{GetStep, Visibility};
 use world_celld_rs::hook_shard::keys::{self as hook_keys, CLAIM_DEADLINE_PREFIX, CLAIM_PREFIX};
@@ -52,7 +52,7 @@ use world_celld_rs::hop::Args;
 use world_celld_rs::lifecycle::MAX_RUN_INDEX_PUBLICATION_LIFETIME_MS as LEASE;
 use world_celld_rs::store::Stored;
 use world_celld_rs::testing::block_on;
-use world_celld_rs::wire::router::Binding;
+use world_celld_rs::wire::router::{Binding, IndexOp};
 use world_celld_rs::wire::uri::decode_uri_component;
 use world_celld_rs::wire::{js, RpcError, Value};
 

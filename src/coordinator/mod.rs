@@ -26,57 +26,11 @@ use crate::facade::Target;
 use crate::hook_shard::records::Owner;
 use crate::lifecycle::pad13;
 use crate::shard;
+use crate::wire::router::IndexOp;
 use crate::wire::{js, RpcError, Value};
 
 /// Entries per hook shard `releaseBatch` (the shards refuse more).
 pub const HOOK_RELEASE_BATCH: usize = 64;
-
-/// The seven coordinator operations.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum IndexOp {
-    RunsList,
-    RunsCommit,
-    RunsExpire,
-    HooksReserve,
-    HooksFinalize,
-    HooksReleaseReservation,
-    HooksRelease,
-}
-
-impl IndexOp {
-    pub const ALL: [IndexOp; 7] = [
-        IndexOp::RunsList,
-        IndexOp::RunsCommit,
-        IndexOp::RunsExpire,
-        IndexOp::HooksReserve,
-        IndexOp::HooksFinalize,
-        IndexOp::HooksReleaseReservation,
-        IndexOp::HooksRelease,
-    ];
-
-    /// `<domain>.<operation>`.
-    pub fn name(self) -> &'static str {
-        match self {
-            IndexOp::RunsList => "runs.list",
-            IndexOp::RunsCommit => "runs.commit",
-            IndexOp::RunsExpire => "runs.expire",
-            IndexOp::HooksReserve => "hooks.reserve",
-            IndexOp::HooksFinalize => "hooks.finalize",
-            IndexOp::HooksReleaseReservation => "hooks.release-reservation",
-            IndexOp::HooksRelease => "hooks.release",
-        }
-    }
-
-    /// The operation of a path's domain and operation segments, verbatim (no decoding).
-    pub fn parse(domain: &str, op: &str) -> Option<IndexOp> {
-        IndexOp::ALL.into_iter().find(|o| o.name().split_once('.') == Some((domain, op)))
-    }
-
-    /// The operation of its [`IndexOp::name`].
-    pub fn from_name(name: &str) -> Option<IndexOp> {
-        IndexOp::ALL.into_iter().find(|o| o.name() == name)
-    }
-}
 
 /// `crypto.randomUUID()` from 16 random bytes: version 4, RFC 4122 variant, lower-case.
 pub fn uuid_v4(mut bytes: [u8; 16]) -> String {
@@ -130,12 +84,10 @@ pub fn commit_call(args: &[Value]) -> Result<ShardCall, RpcError> {
     })
 }
 
-impl IndexOp {
-    /// Whether [`plan`] can make the operation one hop (so its body is worth decoding
-    /// before [`call`]).
-    pub fn has_plan(self) -> bool {
-        self == IndexOp::RunsCommit
-    }
+/// Whether [`plan`] can make the operation one hop (so its body is worth decoding before
+/// [`call`]).
+pub fn has_plan(op: IndexOp) -> bool {
+    op == IndexOp::RunsCommit
 }
 
 /// The one-hop plan of an operation, if it is one (`runs.commit`); `None`: use [`call`].

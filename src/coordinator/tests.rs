@@ -86,7 +86,7 @@ fn commit_is_one_hop_to_the_runs_catalog_shard() {
         ]
     );
     assert_eq!(plan(IndexOp::RunsList, &[]), None);
-    assert_eq!(IndexOp::ALL.into_iter().filter(|o| o.has_plan()).collect::<Vec<_>>(), [IndexOp::RunsCommit]);
+    assert_eq!(IndexOp::ALL.into_iter().filter(|o| has_plan(*o)).collect::<Vec<_>>(), [IndexOp::RunsCommit]);
     assert_eq!(plan(IndexOp::RunsCommit, &[Value::Null]), None, "the error is the asynchronous path's");
     // Early dates are zero-padded to 13 digits.
     let early = commit_call(&[run("r", "w", 946_684_800_000)]).map(|c| c.args[1].clone());

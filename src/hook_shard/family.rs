@@ -2,6 +2,8 @@
 //! and hook **ids** (HookIdDO). Everything that differs between the two classes is a
 //! method of [`Family`]; no other code branches on it.
 
+use crate::wire::router::Binding;
+
 /// The 0.3 facade's `get`: visible unless the owner's run is terminal or expired
 /// ([`crate::hook_shard::driver::Visibility::NotEnded`]).
 pub const LEGACY_GET: &str = "legacyGet";
@@ -28,27 +30,26 @@ pub enum SameOwnerClaim {
 }
 
 impl Family {
-    pub fn class(self) -> &'static str {
+    /// The public binding of the class (its names are the router's).
+    pub fn binding(self) -> Binding {
         match self {
-            Family::Token => "HookTokenDO",
-            Family::Id => "HookIdDO",
+            Family::Token => Binding::HookTokens,
+            Family::Id => Binding::HookIds,
         }
+    }
+
+    pub fn class(self) -> &'static str {
+        self.binding().class_name()
     }
 
     /// The env binding the shell needs for the class.
     pub fn env_binding(self) -> &'static str {
-        match self {
-            Family::Token => "WORKFLOW_HOOK_TOKENS",
-            Family::Id => "WORKFLOW_HOOK_IDS",
-        }
+        self.binding().env_name()
     }
 
     /// The RPC binding key (`/v1/rpc/<key>/<shard>/get`).
     pub fn rpc_binding(self) -> &'static str {
-        match self {
-            Family::Token => "hook-tokens",
-            Family::Id => "hook-ids",
-        }
+        self.binding().key()
     }
 
     /// Prefix of the published record key (`hook:` / `hookid:`), before the encoded key.

@@ -32,20 +32,6 @@ use crate::wire::{RpcError, Value};
 
 pub const CLASS: &str = "IndexDO";
 
-/// Every method of the class, as whitelisted by the router.
-pub const METHODS: [&str; 10] = [
-    "get",
-    "put",
-    "delete",
-    "putOwned",
-    "expireRun",
-    "list",
-    "reserveHookToken",
-    "finalizeHookIndexes",
-    "releaseHookToken",
-    "deleteHookIndexes",
-];
-
 /// The methods that never write (the shell serves them outside a transaction).
 pub const READ_ONLY: [&str; 2] = ["get", "list"];
 

@@ -76,10 +76,6 @@ pub const ALARM_READERS: [&str; 4] = ["enqueue", "stats", "redriveDeadLetter", "
 /// The methods that never write (the shell serves them outside a transaction).
 pub const READ_ONLY: [&str; 2] = ["stats", "listDeadLetters"];
 
-/// The methods routable on the `queue` binding (spec-0.4 `wire.md` §7).
-pub const METHODS: [&str; 8] =
-    ["enqueue", "stats", "listDeadLetters", "redriveDeadLetter", "purgeDeadLetters", "rearmAlarm", "expireRun", "acknowledgeExpireRun"];
-
 /// Dispatch one RPC method (inside one storage transaction), with no run DO answer:
 /// only the queue's own fences mark runs expired. See [`call_checked`].
 pub fn call(store: &mut dyn Store, ctx: &Ctx, alarm: &mut Alarm, method: &str, args: Args) -> Result<Value, RpcError> {

@@ -34,26 +34,6 @@ use crate::wire::{RpcError, Value};
 
 pub const CLASS: &str = "WorkflowRunDO";
 
-/// Every method a client may call on `/v1/rpc/runs/...` (0.3's eleven plus 0.4's
-/// `getLifecycleStatus` and `resolveHookTokenClaim`): the router's whitelist, in this order
-/// (the fuzz seeds name methods by index). `enforceRetention` is internal (the cron
-/// sweep's), reached only by a hop.
-pub const METHODS: [&str; 13] = [
-    "applyEvent",
-    "getLifecycleStatus",
-    "getRun",
-    "getStep",
-    "getEvent",
-    "listEvents",
-    "listSteps",
-    "listHooks",
-    "getCleanupStatus",
-    "scheduleCleanup",
-    "cleanupNow",
-    "rearmCleanup",
-    "resolveHookTokenClaim",
-];
-
 /// The methods that never write (the shell serves them outside a transaction).
 /// `getLifecycleStatus` is asked on every queue enqueue and hook lookup naming a run: served
 /// without a transaction it costs the caller's hop less.

@@ -12,10 +12,11 @@ use worker::Env;
 
 use super::call::call_env;
 use super::serve::{args_or_refusal, result_reply};
-use crate::coordinator::{self, uuid_v4, IndexOp};
+use crate::coordinator::{self, uuid_v4};
 use crate::facade::driver::FacadeHost;
 use crate::facade::Target;
 use crate::wire::router::Binding;
+use crate::wire::router::IndexOp;
 use crate::wire::{RpcError, Value};
 
 struct Host {
@@ -73,7 +74,7 @@ pub async fn index_call(env: Env, op: String, body: Vec<u8>) -> Array {
 pub fn index_plan(op: &str, body: &[u8]) -> Array {
     let asynchronous = || Array::of1(&JsValue::from(0));
     // Only an operation that can be one hop decodes the body here ([`index_call`] does).
-    let Some(op) = IndexOp::from_name(op).filter(|op| op.has_plan()) else { return asynchronous() };
+    let Some(op) = IndexOp::from_name(op).filter(|op| coordinator::has_plan(*op)) else { return asynchronous() };
     let args = match args_or_refusal(body) {
         Ok(a) => a,
         Err(refusal) => return Array::of3(&JsValue::from(1), &refusal.get(0), &refusal.get(1)),

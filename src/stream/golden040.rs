@@ -17,7 +17,7 @@ use super::route::{check_frame, decide, StreamRequest, StreamRoute};
 use crate::config::Config;
 use crate::hop::{answer, Args, Ctx};
 use crate::store::MemoryStore;
-use crate::wire::router::{authenticate, check_body, decode_name};
+use crate::wire::router::{authenticate, check_body, decode_name, Binding};
 use crate::wire::uri::decode_uri_component;
 use crate::wire::{base64, Value};
 
@@ -220,7 +220,7 @@ fn replay(file: &str) -> Option<(Vec<String>, usize)> {
             }
             // The 0.3 methods are whitelisted here and refused by the 0.4 recording
             // (router-040 seq 99–101, tests/golden-conflicts.json): not replayed.
-            ["v1", "rpc", "streams", name, method] if super::METHODS.contains(method) && !LEGACY.contains(method) => {
+            ["v1", "rpc", "streams", name, method] if Binding::Streams.methods().contains(method) && !LEGACY.contains(method) => {
                 let name = decode_name(name).expect("golden names decode");
                 let text = check_body(req["body"].as_str().unwrap_or("").as_bytes()).expect("argument array");
                 let Ok(Value::Array(args)) = Value::parse(&text) else { panic!("golden body {text} does not decode") };

@@ -27,25 +27,6 @@ use crate::wire::{RpcError, Value};
 
 pub const CLASS: &str = "StreamDO";
 
-/// Every method callable over `/v1/rpc/streams/…` (the router's whitelist): the 0.4 set
-/// plus the 0.3 `writeChunk`/`getChunks`/`getInfo`, which 0.3 clients still call (issue
-/// #10; the 0.4 golden rows that expect them refused are listed in
-/// `tests/golden-conflicts.json`). `writeChunks`/`readChunks` are reached only through the
-/// binary route (`/v1/streams/<name>/chunks`), never over RPC.
-/// (The 0.3 order first, then the additions: fuzz seeds name methods by index.)
-pub const METHODS: [&str; 10] = [
-    "writeChunk",
-    "closeStream",
-    "getChunks",
-    "getInfo",
-    "registerStream",
-    "listStreams",
-    "expireRegistry",
-    "finalizeRegistry",
-    "expireStream",
-    "failStream",
-];
-
 /// The methods that never write (the shell serves them outside a transaction).
 pub const READ_ONLY: [&str; 3] = ["getChunks", "getInfo", "listStreams"];
 

@@ -17,7 +17,6 @@ use super::check::{check, Verdict};
 use super::error::{RouterError, MAX_BODY_BYTES};
 use super::uri::decode_uri_component;
 use super::value::decode_utf8;
-use crate::coordinator::IndexOp;
 
 /// The exact health body (the `version` constant is stale in the reference; kept).
 pub const HEALTH_BODY: &str = r#"{"ok":true,"name":"world-celld","version":"0.1.0","specVersion":6}"#;
@@ -47,8 +46,8 @@ impl Binding {
             Binding::Streams => "streams",
             Binding::Index => "index",
             Binding::Queue => "queue",
-            Binding::HookTokens => crate::hook_token::FAMILY.rpc_binding(),
-            Binding::HookIds => crate::hook_id::FAMILY.rpc_binding(),
+            Binding::HookTokens => "hook-tokens",
+            Binding::HookIds => "hook-ids",
         }
     }
 
@@ -58,29 +57,88 @@ impl Binding {
             Binding::Streams => "StreamDO",
             Binding::Index => "IndexDO",
             Binding::Queue => "QueueDO",
-            Binding::HookTokens => crate::hook_token::CLASS,
-            Binding::HookIds => crate::hook_id::CLASS,
+            Binding::HookTokens => "HookTokenDO",
+            Binding::HookIds => "HookIdDO",
         }
     }
 
     /// The environment binding name, taken from wrangler.toml at build time (build.rs
-    /// checks that the hook shard classes are bound under their cores' names).
+    /// checks that the hook shard classes are bound under these names).
     pub fn env_name(self) -> &'static str {
         match self {
-            Binding::HookTokens => crate::hook_token::FAMILY.env_binding(),
-            Binding::HookIds => crate::hook_id::FAMILY.env_binding(),
+            Binding::HookTokens => "WORKFLOW_HOOK_TOKENS",
+            Binding::HookIds => "WORKFLOW_HOOK_IDS",
             _ => crate::DO_ENV_BINDINGS.iter().find(|(class, _)| *class == self.class_name()).map(|(_, env)| *env).unwrap_or(""),
         }
     }
 
-    /// The whitelist (wire.md §7, spec-0.4 wire.md §7). Nothing else is callable.
+    /// The whitelist (wire.md §7, spec-0.4 wire.md §7): the methods a client may call on
+    /// `/v1/rpc/<binding>/…`. Nothing else is callable; the cores dispatch more methods than
+    /// these (internal ones, reached only by a hop). Each list keeps its order: the fuzz
+    /// seeds name methods by index (`scripts/fuzz-seeds.mjs` reads the lists here).
+    ///
+    /// * `runs` (`WorkflowRunDO`): 0.3's eleven, then 0.4's `getLifecycleStatus` and
+    ///   `resolveHookTokenClaim`. `enforceRetention` (the cron sweep's) is internal.
+    /// * `streams` (`StreamDO`): the 0.3 order first, then 0.4's additions. 0.3 clients still
+    ///   call `writeChunk`/`getChunks`/`getInfo` (issue #10; the 0.4 golden rows that expect
+    ///   them refused are listed in `tests/golden-conflicts.json`); `writeChunks` /
+    ///   `readChunks` are reached only through the binary route
+    ///   (`/v1/streams/<name>/chunks`), never over RPC.
+    /// * `index` (`IndexDO`): every method of the 0.3 class.
+    /// * `queue` (`QueueDO`): the 0.4 set.
+    /// * `hook-tokens`, `hook-ids`: only the lifecycle-checked read; the rest of the class
+    ///   is internal.
     pub fn methods(self) -> &'static [&'static str] {
         match self {
-            Binding::Runs => &crate::run::METHODS,
-            Binding::Streams => &crate::stream::METHODS,
-            Binding::Index => &crate::index::METHODS,
-            Binding::Queue => &crate::queue::METHODS,
-            // Only the lifecycle-checked read; the rest of the class is internal.
+            Binding::Runs => &[
+                "applyEvent",
+                "getLifecycleStatus",
+                "getRun",
+                "getStep",
+                "getEvent",
+                "listEvents",
+                "listSteps",
+                "listHooks",
+                "getCleanupStatus",
+                "scheduleCleanup",
+                "cleanupNow",
+                "rearmCleanup",
+                "resolveHookTokenClaim",
+            ],
+            Binding::Streams => &[
+                "writeChunk",
+                "closeStream",
+                "getChunks",
+                "getInfo",
+                "registerStream",
+                "listStreams",
+                "expireRegistry",
+                "finalizeRegistry",
+                "expireStream",
+                "failStream",
+            ],
+            Binding::Index => &[
+                "get",
+                "put",
+                "delete",
+                "putOwned",
+                "expireRun",
+                "list",
+                "reserveHookToken",
+                "finalizeHookIndexes",
+                "releaseHookToken",
+                "deleteHookIndexes",
+            ],
+            Binding::Queue => &[
+                "enqueue",
+                "stats",
+                "listDeadLetters",
+                "redriveDeadLetter",
+                "purgeDeadLetters",
+                "rearmAlarm",
+                "expireRun",
+                "acknowledgeExpireRun",
+            ],
             Binding::HookTokens | Binding::HookIds => &["get"],
         }
     }
@@ -142,6 +200,55 @@ pub fn route(method: &str, pathname: &str, authorization: Option<&str>, secret: 
         return Err(RouterError::UnknownMethod { binding: binding_key.to_string(), method: method_name.to_string() });
     }
     Ok(Route::Rpc { binding, encoded_name: encoded_name.to_string(), method: method_name.to_string() })
+}
+
+/// The seven operations of `POST /v1/index/{runs|hooks}/{op}`, served by the index
+/// coordinator ([`crate::coordinator`]). The order of [`IndexOp::ALL`] is fixed: the fuzz
+/// seeds name operations by index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IndexOp {
+    RunsList,
+    RunsCommit,
+    RunsExpire,
+    HooksReserve,
+    HooksFinalize,
+    HooksReleaseReservation,
+    HooksRelease,
+}
+
+impl IndexOp {
+    pub const ALL: [IndexOp; 7] = [
+        IndexOp::RunsList,
+        IndexOp::RunsCommit,
+        IndexOp::RunsExpire,
+        IndexOp::HooksReserve,
+        IndexOp::HooksFinalize,
+        IndexOp::HooksReleaseReservation,
+        IndexOp::HooksRelease,
+    ];
+
+    /// `<domain>.<operation>`.
+    pub fn name(self) -> &'static str {
+        match self {
+            IndexOp::RunsList => "runs.list",
+            IndexOp::RunsCommit => "runs.commit",
+            IndexOp::RunsExpire => "runs.expire",
+            IndexOp::HooksReserve => "hooks.reserve",
+            IndexOp::HooksFinalize => "hooks.finalize",
+            IndexOp::HooksReleaseReservation => "hooks.release-reservation",
+            IndexOp::HooksRelease => "hooks.release",
+        }
+    }
+
+    /// The operation of a path's domain and operation segments, verbatim (no decoding).
+    pub fn parse(domain: &str, op: &str) -> Option<IndexOp> {
+        IndexOp::ALL.into_iter().find(|o| o.name().split_once('.') == Some((domain, op)))
+    }
+
+    /// The operation of its [`IndexOp::name`].
+    pub fn from_name(name: &str) -> Option<IndexOp> {
+        IndexOp::ALL.into_iter().find(|o| o.name() == name)
+    }
 }
 
 /// What the router does with a request before it reads the body.
