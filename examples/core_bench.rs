@@ -13,7 +13,7 @@
 use std::time::Instant;
 
 use world_celld_rs::config::Config;
-use world_celld_rs::hop::{answer, decode_args, Args, Ctx};
+use world_celld_rs::protocol::hop::{answer, decode_args, Args, Ctx};
 use world_celld_rs::store::alarm::Alarm;
 use world_celld_rs::store::buffered::run_buffered;
 use world_celld_rs::store::cached::{Cached, ReadCache};

@@ -21,11 +21,7 @@ export const LAYERS = {
   store: 1,
   config: 1,
   testing: 1, // test support with no imports of ours (block_on)
-  protocol: 2,
-  hop: 2,
-  shard: 2,
-  lifecycle: 2,
-  leases: 2,
+  protocol: 2, // what one object asks another: hop, shard addressing, lifecycle, leases, calls
   facade: 4,
   coordinator: 4,
   sweep: 4,

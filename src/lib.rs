@@ -12,15 +12,15 @@
 //!   (one call = one transaction), the object's alarm as one call sees it
 //!   ([`store::alarm`]), how arbitrary values are kept ([`store::slot`]), and the
 //!   in-memory store the native tests use.
-//! * [`hop`] — the private router → DO call (JavaScript RPC `rpc(method, name, body)`),
-//!   the DO's one-pass body decode, and the per-call context ([`hop::Ctx`]: one clock
+//! * [`protocol::hop`] — the private router → DO call (JavaScript RPC `rpc(method, name, body)`),
+//!   the DO's one-pass body decode, and the per-call context ([`protocol::hop::Ctx`]: one clock
 //!   reading, instance name, [`config::Config`]).
 //! * [`stream`], [`index`], [`run`], [`queue`] — the behaviour of `StreamDO`, `IndexDO`,
 //!   `WorkflowRunDO` and `QueueDO`, as plain Rust over `Store`. The parts that need I/O
 //!   are split into storage steps and a driver generic over its host: the queue's
 //!   claim → deliver → settle loop, and the run's retention cleanup
 //!   ([`run::cleanup::driver`]), which native tests run against the real cores.
-//! * [`shard`], [`lifecycle`], [`catalog`], [`hook_shard`], [`hook_token`], [`hook_id`] —
+//! * [`protocol::shard`], [`protocol::lifecycle`], [`catalog`], [`hook_shard`], [`hook_token`], [`hook_id`] —
 //!   the sharded index (`RunCatalogDO`, `HookTokenDO`, `HookIdDO`), and [`facade`], the
 //!   0.3 `index` binding over it.
 //! * `shell` (wasm only) — the platform adapter: the JavaScript entry (`entry.mjs`: the
@@ -37,13 +37,10 @@ pub mod facade;
 pub mod hook_id;
 pub mod hook_shard;
 pub mod hook_token;
-pub mod hop;
 pub mod index;
-pub mod leases;
-pub mod lifecycle;
+pub mod protocol;
 pub mod queue;
 pub mod run;
-pub mod shard;
 pub mod store;
 pub mod stream;
 pub mod sweep;

@@ -18,7 +18,7 @@ use fuzz_support::*;
 use libfuzzer_sys::fuzz_target;
 use std::cell::RefCell;
 use world_celld_rs::config::Config;
-use world_celld_rs::hop::{Args, Ctx};
+use world_celld_rs::protocol::hop::{Args, Ctx};
 use world_celld_rs::queue;
 
 use world_celld_rs::queue::delivery::{claim_at_most, classify, settle, ClaimMemo, Claimed, MemoWatch, Outcome, Rearm};

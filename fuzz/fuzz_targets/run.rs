@@ -9,7 +9,7 @@ use fuzz_support::arbitrary::{Result, Unstructured};
 use fuzz_support::*;
 use libfuzzer_sys::fuzz_target;
 use world_celld_rs::config::Config;
-use world_celld_rs::hop::{Args, Ctx};
+use world_celld_rs::protocol::hop::{Args, Ctx};
 use world_celld_rs::run;
 use world_celld_rs::store::alarm::{Alarm, AlarmChange};
 use world_celld_rs::store::MemoryStore;

@@ -48,8 +48,8 @@ use world_celld_rs::hook_shard::keys::{self as hook_keys, CLAIM_DEADLINE_PREFIX,
 use world_celld_rs::hook_shard::records::{Claim, Deadline, Owner};
 use world_celld_rs::hook_shard::testing::Host;
 use world_celld_rs::hook_shard::{driver as hook_driver, Family};
-use world_celld_rs::hop::Args;
-use world_celld_rs::lifecycle::MAX_RUN_INDEX_PUBLICATION_LIFETIME_MS as LEASE;
+use world_celld_rs::protocol::hop::Args;
+use world_celld_rs::protocol::lifecycle::MAX_RUN_INDEX_PUBLICATION_LIFETIME_MS as LEASE;
 use world_celld_rs::store::Stored;
 use world_celld_rs::testing::block_on;
 use world_celld_rs::wire::router::{Binding, IndexOp};
@@ -106,7 +106,7 @@ fn created_at(u: &mut Unstructured) -> Result<i64> {
 /// A run key of one of the pool's runs, or anything.
 fn run_key(u: &mut Unstructured) -> Result<Value> {
     let run = *u.choose(RUNS)?;
-    let at = world_celld_rs::lifecycle::pad13(created_at(u)?);
+    let at = world_celld_rs::protocol::lifecycle::pad13(created_at(u)?);
     Ok(match u.int_in_range(0..=4)? {
         0 => Value::String(format!("run:{}:{at}:{run}", u.choose(WORKFLOWS)?)),
         1 => Value::String(format!("runall:{at}:{run}")),
@@ -225,7 +225,7 @@ impl Harness {
 
     /// The catalog shard a commit / `putOwned` of `run_id` goes to holds its fence.
     fn fenced(&self, run_id: Option<&Value>) -> bool {
-        let shard = world_celld_rs::shard::run_catalog(&run_id.map(|v| js::to_js_string(Some(v))).unwrap_or_default());
+        let shard = world_celld_rs::protocol::shard::run_catalog(&run_id.map(|v| js::to_js_string(Some(v))).unwrap_or_default());
         let objects = self.fleet.world.objects.borrow();
         objects.get(&(catalog::CLASS, shard)).is_some_and(|o| o.store.data.contains_key(&catalog_keys::expired(&js::to_js_string(run_id))))
     }

@@ -18,7 +18,7 @@ use fuzz_support::arbitrary::{Result, Unstructured};
 use fuzz_support::*;
 use libfuzzer_sys::fuzz_target;
 use world_celld_rs::config::Config;
-use world_celld_rs::hop::{Args, Ctx};
+use world_celld_rs::protocol::hop::{Args, Ctx};
 use world_celld_rs::store::{slot, MemoryStore};
 use world_celld_rs::stream::chunks::{read_snapshot, Snapshot};
 use world_celld_rs::stream::protocol::{self, ReadParams, MAX_READ_BYTES, MIN_READ_BYTES};

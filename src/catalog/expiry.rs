@@ -2,8 +2,8 @@
 //! removes its keys, `deleteStaleGlobalRun` is the sweep's compare-and-delete, and the
 //! [`alarm`] compacts fences whose grace period has passed.
 
-use crate::hop::{Args, Ctx};
-use crate::lifecycle::{arm_at_most, compact_due, CATALOG_FENCE_GRACE_MS};
+use crate::protocol::hop::{Args, Ctx};
+use crate::protocol::lifecycle::{arm_at_most, compact_due, CATALOG_FENCE_GRACE_MS};
 use crate::store::alarm::Alarm;
 use crate::store::{get_json, put_json, Store};
 use crate::wire::json_parse::parse_shared;
@@ -92,7 +92,7 @@ pub fn delete_stale_global_run(store: &mut dyn Store, args: Args) -> Result<Valu
 /// The alarm: one compaction pass (≤ 128 due `expiry-gc:` entries). Each due entry is
 /// deleted, with its fence when the fence still carries the same `compactAt` (a fence
 /// refreshed since keeps its own later entry). Re-arms per
-/// [`crate::lifecycle::compact_due`]. Returns how many entries were compacted.
+/// [`crate::protocol::lifecycle::compact_due`]. Returns how many entries were compacted.
 pub fn alarm(store: &mut dyn Store, now: i64, alarm: &mut Alarm) -> Result<usize, RpcError> {
     compact_due(store, EXPIRY_GC_PREFIX, now, alarm, gc_time, |store, key, value| {
         let entry: ExpiryGc = serde_json::from_str(value).map_err(|e| RpcError::error(format!("corrupt record at {key}: {e}")))?;

@@ -5,7 +5,7 @@
 //! run's DO knows (`getLifecycleStatus()`, spec-0.4 README, the legacy `index` binding).
 //! Asking it costs a hop on every call: the 0.3 client writes both run keys at every
 //! status change of a run, six calls per run. So the shard asks the way a QueueDO shard
-//! does ([`crate::leases`]): `leaseLifecycle(<shard name>, "catalog")` answers the status
+//! does ([`crate::protocol::leases`]): `leaseLifecycle(<shard name>, "catalog")` answers the status
 //! and, for a run that exists and is not expired, a lease (≤ 5 min, never past the run's
 //! cleanup due time) that the run DO revokes before answering any call that would expire
 //! the run sooner ([`crate::run::lease`]). While the shard holds a lease, the upsert is
@@ -19,7 +19,7 @@
 //! `{stored:true}` where asking would have refused: the same race the reference's own
 //! check-then-upsert has.
 
-use crate::leases::LifecycleCache;
+use crate::protocol::leases::LifecycleCache;
 
 /// The internal method (not on the router's whitelist; the facade's plan names it). Its
 /// transaction is the core's `upsertKey` (`crate::facade::UPSERT_KEY`).

@@ -1,6 +1,6 @@
 //! `list(options)` (`catalog-hooks.md` §2): one shard's ordered page of `{name, value}`.
 
-use crate::hop::Args;
+use crate::protocol::hop::Args;
 use crate::store::{ListOptions, Store};
 use crate::wire::{js, RpcError, Value};
 

@@ -1,5 +1,5 @@
 //! RunCatalogDO core (spec-0.4 `catalog-hooks.md` §2): one of the 16 run-catalog shards
-//! `run-catalog:v1:00`…`0f` ([`crate::shard::run_catalog`]), holding the run listing keys
+//! `run-catalog:v1:00`…`0f` ([`crate::protocol::shard::run_catalog`]), holding the run listing keys
 //! of the runs whose id hashes to it, their expiry fences and the compaction index of
 //! those fences.
 //!
@@ -22,7 +22,7 @@
 //! (so the shell must pass the current alarm, [`Alarm::new`]). When the alarm fires the
 //! shell runs [`alarm`] in one transaction with [`Alarm::unknown`]; if it fails (the
 //! transaction rolled back) the shell sets the alarm with
-//! [`crate::lifecycle::compaction_retry`] (now + 1000 ms).
+//! [`crate::protocol::lifecycle::compaction_retry`] (now + 1000 ms).
 //!
 //! ## Differences from the reference
 //! Metadata values must be strings (the reference stores any structured value, but every
@@ -39,7 +39,7 @@ pub mod records;
 #[cfg(test)]
 mod tests;
 
-use crate::hop::{Args, Ctx};
+use crate::protocol::hop::{Args, Ctx};
 use crate::store::alarm::Alarm;
 use crate::store::Store;
 use crate::wire::{RpcError, Value};

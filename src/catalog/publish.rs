@@ -1,8 +1,8 @@
 //! `upsertRun` (`catalog-hooks.md` §2): publish a run's two listing keys under a
 //! publication lease.
 
-use crate::hop::{Args, Ctx};
-use crate::lifecycle::MAX_RUN_INDEX_PUBLICATION_LIFETIME_MS;
+use crate::protocol::hop::{Args, Ctx};
+use crate::protocol::lifecycle::MAX_RUN_INDEX_PUBLICATION_LIFETIME_MS;
 use crate::store::Store;
 use crate::wire::{RpcError, Value};
 

@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 
 use super::{alarm, call, keys, reads_alarm};
 use crate::config::Config;
-use crate::hop::{Args, Ctx};
-use crate::lifecycle::{compaction_retry, pad13, CATALOG_FENCE_GRACE_MS, MAX_RUN_INDEX_PUBLICATION_LIFETIME_MS};
-use crate::shard;
+use crate::protocol::hop::{Args, Ctx};
+use crate::protocol::lifecycle::{compaction_retry, pad13, CATALOG_FENCE_GRACE_MS, MAX_RUN_INDEX_PUBLICATION_LIFETIME_MS};
+use crate::protocol::shard;
 use crate::store::alarm::{Alarm, AlarmChange};
 use crate::store::MemoryStore;
 use crate::wire::{RpcError, Value};
@@ -381,7 +381,7 @@ fn expire_keys_fences_and_deletes_any_catalog_key_once() {
     assert_eq!(c.ok("expireKeys", vec![s("wrun_1"), names.clone(), n(T0)]), Value::object([("deleted", n(2))]));
     assert_eq!(c.store.text("kv:x"), Some("1"), "not a catalog key: left alone");
     assert_eq!((c.count("expired:"), c.count("expiry-gc:")), (1, 1));
-    assert_eq!(c.alarm, Some(T0 + crate::lifecycle::CATALOG_FENCE_GRACE_MS));
+    assert_eq!(c.alarm, Some(T0 + crate::protocol::lifecycle::CATALOG_FENCE_GRACE_MS));
     assert_eq!(c.ok("upsertKey", vec![s("wrun_1"), s(corr), s("{}")]), stored(false), "behind the fence");
     assert_eq!(c.ok("expireKeys", vec![s("wrun_1"), names, n(T0)]), Value::object([("deleted", n(0))]), "idempotent");
     assert_eq!(c.count("expiry-gc:"), 1, "a refreshed fence keeps its compaction entry");
@@ -395,7 +395,7 @@ mod run_key_lease {
     use std::cell::{Cell, RefCell};
 
     use super::super::lease::{plan, Plan};
-    use crate::leases::{run_is_expired, LifecycleCache, LifecycleHost};
+    use crate::protocol::leases::{run_is_expired, LifecycleCache, LifecycleHost};
     use crate::testing::block_on;
     use crate::wire::{RpcError, Value};
 

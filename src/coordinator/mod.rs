@@ -24,8 +24,8 @@ use crate::facade::hooks::ShardCall;
 use crate::facade::list::{merge, plan_runs_list};
 use crate::facade::Target;
 use crate::hook_shard::records::Owner;
-use crate::lifecycle::pad13;
-use crate::shard;
+use crate::protocol::lifecycle::pad13;
+use crate::protocol::shard;
 use crate::wire::router::IndexOp;
 use crate::wire::{js, RpcError, Value};
 

@@ -5,7 +5,7 @@ use super::*;
 use crate::facade::testing::Fleet;
 use crate::hook_shard::testing::{block_on, hook_json, owner, s, T0};
 use crate::hook_shard::Family;
-use crate::lifecycle::MAX_RUN_INDEX_PUBLICATION_LIFETIME_MS as LEASE;
+use crate::protocol::lifecycle::MAX_RUN_INDEX_PUBLICATION_LIFETIME_MS as LEASE;
 
 const UUID_A: &str = "11111111-1111-4111-8111-111111111111";
 const UUID_B: &str = "22222222-2222-4222-8222-222222222222";

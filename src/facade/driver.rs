@@ -173,7 +173,7 @@ async fn fenced_without_run<H: FacadeHost>(host: &H, run_id: &str, status: &Valu
         return Ok(false);
     }
     let fence = format!("expired:{run_id}");
-    let target = Target::Catalog(crate::shard::run_catalog(run_id));
+    let target = Target::Catalog(crate::protocol::shard::run_catalog(run_id));
     Ok(run_get_hit(&fence, &host.call(&target, "list", vec![run_get_options(&fence)]).await?).is_some())
 }
 

@@ -20,7 +20,7 @@ use super::Target;
 use crate::hook_shard::claims::MAX_RELEASE_BATCH;
 use crate::hook_shard::records::{release_entry_value, Owner};
 use crate::hook_shard::Family;
-use crate::shard;
+use crate::protocol::shard;
 use crate::wire::{js, RpcError, Value};
 
 /// The archive's share: `expireRun(request)` unchanged.

@@ -14,7 +14,7 @@
 //! `list_complete: false` with a cursor, and paging continues gap-free. The 0.3 client
 //! never asks for more than 1000.
 
-use crate::shard;
+use crate::protocol::shard;
 use crate::store::js_args::to_storage_int;
 use crate::wire::{js, RpcError, Value};
 

@@ -28,7 +28,7 @@ use super::hooks::legacy_claim_id;
 use super::{refuses_put, upsert_args, Target, UPSERT_KEY};
 use crate::hook_shard::family::LEGACY_PUBLISH;
 use crate::hook_shard::records::Owner;
-use crate::shard;
+use crate::protocol::shard;
 use crate::wire::{js, RpcError, Value};
 
 /// The archive key holding the migration's progress.

@@ -41,7 +41,7 @@ pub mod testing;
 pub(crate) mod tests;
 
 use crate::hook_shard::records::Owner;
-use crate::shard;
+use crate::protocol::shard;
 use crate::wire::{js, RpcError, Value};
 
 use hooks::LegacyHook;

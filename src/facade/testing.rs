@@ -12,7 +12,7 @@ use super::Target;
 use crate::config::Config;
 use crate::hook_shard::testing::{apply, Host, World};
 use crate::hook_shard::{driver as hook_driver, Family};
-use crate::hop::{Args, Ctx};
+use crate::protocol::hop::{Args, Ctx};
 use crate::store::alarm::Alarm;
 use crate::store::MemoryStore;
 use crate::testing::block_on;

@@ -91,8 +91,8 @@ fn hook_methods_use_the_deterministic_legacy_claim() {
     assert_eq!(legacy_claim_id(&me), "legacy:wrun%2F1:hook%3A1");
     let Ok(Route::ReserveHookToken(hook)) = route("reserveHookToken", &[s("tok"), me.to_value()], false) else { panic!() };
     assert_eq!((hook.token.as_str(), hook.hook_id.as_str(), hook.claim_id.as_str()), ("tok", "hook:1", "legacy:wrun%2F1:hook%3A1"));
-    assert_eq!(hook.reserve_token().target, Target::HookTokens(crate::shard::hook_token("tok")));
-    assert_eq!(hook.reserve_hook_id().target, Target::HookIds(crate::shard::hook_id("hook:1")));
+    assert_eq!(hook.reserve_token().target, Target::HookTokens(crate::protocol::shard::hook_token("tok")));
+    assert_eq!(hook.reserve_hook_id().target, Target::HookIds(crate::protocol::shard::hook_id("hook:1")));
     let Ok(Route::FinalizeHookIndexes { hook, serialized }) =
         route("finalizeHookIndexes", &[s("tok"), s("other_id"), s("{}"), me.to_value()], false)
     else {
@@ -103,7 +103,7 @@ fn hook_methods_use_the_deterministic_legacy_claim() {
     let Ok(Route::DeleteHookIndexes(hook)) = route("deleteHookIndexes", &[s("tok"), s("h2"), me.to_value()], false) else { panic!() };
     let calls = hook.delete_indexes();
     assert_eq!(calls.len(), 2);
-    assert_eq!(calls.get(1).map(|c| c.target.clone()), Some(Target::HookIds(crate::shard::hook_id("h2"))));
+    assert_eq!(calls.get(1).map(|c| c.target.clone()), Some(Target::HookIds(crate::protocol::shard::hook_id("h2"))));
     assert_eq!(route("reserveHookToken", &[s("tok")], false).unwrap_err().message, "Cannot read properties of undefined (reading 'runId')");
 }
 
@@ -324,7 +324,7 @@ fn a_run_get_finds_keys_on_a_foreign_shard_by_fanning_out() {
     // A key whose trailing id is not the runId it was put under lives on that runId's shard.
     let (run, key) = ("wrun_same", "run:wf:0000000000001:wrun_other");
     c.put_owned(run, key);
-    assert_ne!(crate::shard::run_catalog("wrun_other"), crate::shard::run_catalog(run));
+    assert_ne!(crate::protocol::shard::run_catalog("wrun_other"), crate::protocol::shard::run_catalog(run));
     assert_eq!(c.get(key), s(r#"{"runId":"wrun_same"}"#));
 }
 
@@ -439,7 +439,7 @@ fn a_put_for_an_expired_run_is_refused_before_the_catalog() {
     assert!(refuses_put(&s("expired")));
     // The catalog's own fence refuses too (the lifecycle check can race the expiry).
     let mut c = Catalogs::new();
-    let home = crate::shard::run_catalog("wrun_x");
+    let home = crate::protocol::shard::run_catalog("wrun_x");
     let keys = Value::Array(vec![s("run:wf:1:wrun_x"), s("runall:1:wrun_x")]);
     c.shard_call(&home, "expireRun", vec![s("wrun_x"), keys, Value::num(T0 as f64)]);
     let answer = c.shard_call(&home, "upsertKey", vec![s("wrun_x"), s("run:wf:1:wrun_x"), s("{}")]);

@@ -9,9 +9,9 @@
 //! * [`crate::hook_shard::driver::call`] with [`FAMILY`] — every method, including the
 //!   lifecycle-checked `get` and `publish`, over a [`crate::hook_shard::driver::ShardHost`];
 //! * [`alarm`] — claim compaction (the shell runs it with [`Alarm::unknown`] and, when
-//!   it fails, sets [`crate::lifecycle::compaction_retry`]).
+//!   it fails, sets [`crate::protocol::lifecycle::compaction_retry`]).
 
-use crate::hop::{Args, Ctx};
+use crate::protocol::hop::{Args, Ctx};
 use crate::store::alarm::Alarm;
 use crate::store::Store;
 use crate::wire::{RpcError, Value};

@@ -3,8 +3,8 @@
 use super::{call, FAMILY};
 use crate::config::Config;
 use crate::hook_shard::testing::{owner, s, World, T0};
-use crate::hop::{Args, Ctx};
-use crate::lifecycle::HOOK_CLAIM_LEASE_MS;
+use crate::protocol::hop::{Args, Ctx};
+use crate::protocol::lifecycle::HOOK_CLAIM_LEASE_MS;
 use crate::store::alarm::Alarm;
 use crate::store::MemoryStore;
 use crate::wire::{RpcError, Value};

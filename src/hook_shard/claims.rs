@@ -4,8 +4,8 @@
 use super::family::{Family, SameOwnerClaim};
 use super::keys;
 use super::records::{claimed, held_by, natural_key, release_entry, Claim, Deadline, Owner};
-use crate::hop::Args;
-use crate::lifecycle::{arm_at_most, HOOK_CLAIM_LEASE_MS};
+use crate::protocol::hop::Args;
+use crate::protocol::lifecycle::{arm_at_most, HOOK_CLAIM_LEASE_MS};
 use crate::store::alarm::Alarm;
 use crate::store::{get_json, put_json, Store};
 use crate::wire::{js, RpcError, Value};

@@ -3,14 +3,14 @@
 use super::family::Family;
 use super::keys::{self, CLAIM_DEADLINE_PREFIX};
 use super::records::{Claim, Deadline};
-use crate::lifecycle::compact_due;
+use crate::protocol::lifecycle::compact_due;
 use crate::store::alarm::Alarm;
 use crate::store::{get_json, Store};
 use crate::wire::RpcError;
 
 /// One pass over the due `claim-deadline:` entries (≤ 128): each entry is deleted, and
 /// its claim too when the claim still carries the entry's claim id and has expired.
-/// Re-arms per [`crate::lifecycle::compact_due`]; returns how many entries were handled.
+/// Re-arms per [`crate::protocol::lifecycle::compact_due`]; returns how many entries were handled.
 pub fn alarm(store: &mut dyn Store, family: Family, now: i64, alarm: &mut Alarm) -> Result<usize, RpcError> {
     let due_time = match family {
         Family::Token => token_deadline_time,

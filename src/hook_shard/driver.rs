@@ -10,7 +10,7 @@ use super::claims::{read_record, release_owned};
 use super::family::{Family, LEGACY_GET, LEGACY_PUBLISH};
 use super::publish::{legacy_publish_step, publish_step};
 use super::records::{natural_key, stored, string_arg, Owner};
-use crate::hop::Args;
+use crate::protocol::hop::Args;
 use crate::store::alarm::Alarm;
 use crate::store::Store;
 use crate::wire::router::Binding;

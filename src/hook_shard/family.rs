@@ -94,8 +94,8 @@ impl Family {
     /// The shard instance of a natural key.
     pub fn shard(self, key: &str) -> String {
         match self {
-            Family::Token => crate::shard::hook_token(key),
-            Family::Id => crate::shard::hook_id(key),
+            Family::Token => crate::protocol::shard::hook_token(key),
+            Family::Id => crate::protocol::shard::hook_id(key),
         }
     }
 

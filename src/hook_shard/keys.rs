@@ -2,7 +2,7 @@
 //! `encodeURIComponent`-escaped (0.3.0 IndexDO stored `hook:<token>` raw).
 
 use super::family::Family;
-use crate::lifecycle::pad13;
+use crate::protocol::lifecycle::pad13;
 use crate::wire::uri::encode_uri_component;
 
 pub const CLAIM_PREFIX: &str = "claim:";

@@ -2,7 +2,7 @@
 //! written once over a key [`Family`]: [`crate::hook_token`] and [`crate::hook_id`] are
 //! this module with the family fixed.
 //!
-//! A shard (`hook-token:v1:XX` / `hook-id:v1:XX`, [`crate::shard`]) owns the natural keys
+//! A shard (`hook-token:v1:XX` / `hook-id:v1:XX`, [`crate::protocol::shard`]) owns the natural keys
 //! hashing to it. Per key it holds at most one published record (the serialized hook) and
 //! one claim (a reservation with a lease of 2 101 800 ms), plus the claim's entry in a
 //! time-ordered deadline index that the alarm compacts.
@@ -20,7 +20,7 @@
 //! `reserve` arms the alarm at a new claim's expiry unless an earlier one is set (the
 //! shell passes the current alarm, [`Alarm::new`], for the methods [`reads_alarm`] names).
 //! When it fires the shell runs [`compaction::alarm`] in one transaction with
-//! [`Alarm::unknown`]; on failure it sets [`crate::lifecycle::compaction_retry`].
+//! [`Alarm::unknown`]; on failure it sets [`crate::protocol::lifecycle::compaction_retry`].
 
 pub mod claims;
 pub mod compaction;
@@ -37,7 +37,7 @@ mod tests;
 
 pub use family::Family;
 
-use crate::hop::Args;
+use crate::protocol::hop::Args;
 use crate::store::alarm::Alarm;
 use crate::store::Store;
 use crate::wire::{RpcError, Value};

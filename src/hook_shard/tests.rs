@@ -4,7 +4,7 @@
 
 use super::testing::{hook_json, owner, s, Admission, World, T0};
 use super::Family;
-use crate::lifecycle::HOOK_CLAIM_LEASE_MS;
+use crate::protocol::lifecycle::HOOK_CLAIM_LEASE_MS;
 use crate::wire::{RpcError, Value};
 
 const FAMILIES: [Family; 2] = [Family::Token, Family::Id];
@@ -165,7 +165,7 @@ fn get_ignores_an_empty_record_and_asks_the_owner_run() {
 fn get_in_steps_is_the_drivers_get() {
     use super::driver::{get_step, read_visibility, GetStep};
     use super::family::LEGACY_GET;
-    use crate::hop::Args;
+    use crate::protocol::hop::Args;
     use crate::store::{Store, Stored};
     let step = |w: &World, family: Family, method: &str, key: &str, asked: Option<(&str, &Result<Value, RpcError>)>| {
         let mut objects = w.objects.borrow_mut();
@@ -335,7 +335,7 @@ fn a_failed_compaction_rearms_a_second_later() {
 
 #[test]
 fn unknown_methods_and_lifecycle_methods_in_the_sync_dispatcher() {
-    use crate::hop::Args;
+    use crate::protocol::hop::Args;
     use crate::store::alarm::Alarm;
     use crate::store::MemoryStore;
     for family in FAMILIES {
@@ -512,7 +512,7 @@ fn legacy_publish_takes_the_callers_lifecycle_status() {
 fn publish_with_status_is_the_drivers_publish_without_the_ask() {
     use super::driver::{passed_status, publication_visibility, publish_with_status};
     use super::family::LEGACY_PUBLISH;
-    use crate::hop::Args;
+    use crate::protocol::hop::Args;
     use crate::store::Store;
     for family in FAMILIES {
         let a = owner("wrun_a", "ha");

@@ -1,7 +1,7 @@
 //! `expireRun` (`index-do.md` §2, `retention.md` §5): fence a run and remove its derived
 //! index entries in one transaction.
 
-use crate::hop::Args;
+use crate::protocol::hop::Args;
 use crate::store::Store;
 use crate::wire::{RpcError, Value};
 

@@ -4,7 +4,7 @@
 //! Each method is one transaction; the checks run in the reference's order, so a malformed
 //! stored hook or owner fails with the same error at the same point.
 
-use crate::hop::{Args, Ctx};
+use crate::protocol::hop::{Args, Ctx};
 use crate::store::Store;
 use crate::wire::{RpcError, Value};
 

@@ -1,7 +1,7 @@
 //! The key/value half of the IndexDO (`index-do.md` §2): `get`, `put`, `delete`,
 //! `putOwned` and the KV-style ordered `list`.
 
-use crate::hop::Args;
+use crate::protocol::hop::Args;
 use crate::store::page::{list_budgeted, RESPONSE_BUDGET_BYTES};
 use crate::store::{js_args, ListOptions, Store, StoreResult, Stored};
 use crate::wire::{js, RpcError, Value};

@@ -26,7 +26,7 @@ pub mod keys;
 pub mod kv;
 pub mod records;
 
-use crate::hop::{Args, Ctx};
+use crate::protocol::hop::{Args, Ctx};
 use crate::store::Store;
 use crate::wire::{RpcError, Value};
 

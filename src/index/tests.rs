@@ -3,7 +3,7 @@
 
 use super::call;
 use crate::config::Config;
-use crate::hop::{Args, Ctx};
+use crate::protocol::hop::{Args, Ctx};
 use crate::store::MemoryStore;
 use crate::wire::{RpcError, Value};
 

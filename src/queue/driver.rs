@@ -17,14 +17,14 @@
 use super::methods::{enqueue_run_id, redrive_run_id};
 use super::state::{expired_key, Lifecycle, Row};
 use crate::config::Config;
-use crate::hop::Args;
+use crate::protocol::hop::Args;
 use crate::store::Store;
 use crate::wire::RpcError;
 
 /// What the shell's lifecycle call throws when the runs namespace is not bound.
 pub const MISSING_RUNS_BINDING: &str = "world-celld queue missing WORKFLOW_DB binding";
 
-pub use crate::leases::{
+pub use crate::protocol::leases::{
     run_is_expired, LifecycleCache, LifecycleHost as QueueHost, EXPIRED, EXPIRED_CACHE_LIMIT, HELD_METHOD, LEASE_CACHE_LIMIT, LEASE_METHOD,
     LIFECYCLE_METHOD, REVOKE_METHOD,
 };

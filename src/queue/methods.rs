@@ -1,7 +1,7 @@
 //! The QueueDO RPC methods (queue-do.md §3 and §5). Each runs inside one storage
 //! transaction with one clock reading (`ctx.now`).
 
-use crate::hop::{Args, Ctx};
+use crate::protocol::hop::{Args, Ctx};
 use crate::store::alarm::Alarm;
 use crate::store::page::{fetch_text, list_budgeted, RESPONSE_BUDGET_BYTES};
 use crate::store::{ListOptions, Store};

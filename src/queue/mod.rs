@@ -56,7 +56,7 @@ mod tests;
 #[cfg(test)]
 mod tests04;
 
-use crate::hop::{Args, Ctx};
+use crate::protocol::hop::{Args, Ctx};
 use crate::store::alarm::Alarm;
 use crate::store::Store;
 use crate::wire::{RpcError, Value};

@@ -7,7 +7,7 @@
 use super::fence::retention_state;
 use super::keys;
 use super::records::Record;
-use crate::hop::Args;
+use crate::protocol::hop::Args;
 use crate::store::{put_json, Store};
 use crate::wire::js::{member, to_js_string};
 use crate::wire::{RpcError, Value};

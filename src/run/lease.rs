@@ -46,7 +46,7 @@ pub const LEASE_MS: i64 = 60_000;
 /// started, completed) are seldom more than a few minutes apart. Must stay below the
 /// catalog's expiry fence grace (20 min), which refuses what a stale lease lets through.
 pub const CATALOG_LEASE_MS: i64 = 300_000;
-const _: () = assert!(CATALOG_LEASE_MS < crate::lifecycle::CATALOG_FENCE_GRACE_MS);
+const _: () = assert!(CATALOG_LEASE_MS < crate::protocol::lifecycle::CATALOG_FENCE_GRACE_MS);
 /// Leases shorter than this are not worth a write: the holder asks again.
 pub const MIN_LEASE_MS: i64 = 1_000;
 /// Longest holder name accepted (a QueueDO instance name).
@@ -152,7 +152,7 @@ pub fn grant(store: &mut dyn Store, now: i64, run_id: &str, holder: Option<&str>
     };
     if kind == HolderKind::Catalog {
         // Only the run's own catalog shard holds a catalog lease (the revocation's target).
-        let until = (holder == crate::shard::run_catalog(run_id)).then_some(until);
+        let until = (holder == crate::protocol::shard::run_catalog(run_id)).then_some(until);
         return Ok(Value::object([("status", status), ("leaseUntil", until.map_or(Value::Null, |u| Value::num(u as f64)))]));
     }
     let key = lease_key(holder);
@@ -226,7 +226,7 @@ fn catalog_revocation(store: &mut dyn Store, before: Before, now: i64) -> StoreR
     let run_id = after.tombstone.as_ref().and_then(|t| t.get("runId")).or_else(|| after.cleanup.as_ref().and_then(|c| c.get("runId")));
     Ok(run_id.and_then(Value::as_str).map(|run_id| Revocation {
         kind: HolderKind::Catalog,
-        holder: crate::shard::run_catalog(run_id),
+        holder: crate::protocol::shard::run_catalog(run_id),
         run_id: run_id.to_string(),
     }))
 }

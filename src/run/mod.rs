@@ -27,7 +27,7 @@ pub mod validate;
 #[cfg(test)]
 mod tests;
 
-use crate::hop::{Args, Ctx};
+use crate::protocol::hop::{Args, Ctx};
 use crate::store::alarm::Alarm;
 use crate::store::Store;
 use crate::wire::{RpcError, Value};

@@ -4,7 +4,7 @@
 use super::events::{list_entries, list_events_answer, Page};
 use super::fence::{expired_read, retention_state};
 use super::keys;
-use crate::hop::{Args, Ctx};
+use crate::protocol::hop::{Args, Ctx};
 use crate::store::page::{encoded_len, RESPONSE_BUDGET_BYTES};
 use crate::store::{get_answer, Store};
 use crate::wire::js::{to_js_string, truthy};

@@ -1,4 +1,4 @@
-//! DO-to-DO calls over the same private hop the router uses (see [`crate::hop`] and
+//! DO-to-DO calls over the same private hop the router uses (see [`crate::protocol::hop`] and
 //! `hop.mjs`), for the run DO's retention cleanup, the hook shards' lifecycle checks and
 //! the 0.3 `index` facade.
 

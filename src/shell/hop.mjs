@@ -1,4 +1,4 @@
-// The router → Durable Object hop (see src/hop.rs), used by the router (entry.mjs) and by
+// The router → Durable Object hop (see src/protocol/hop.rs), used by the router (entry.mjs) and by
 // the Rust side's DO-to-DO calls (src/shell/call.rs): workerd's JavaScript RPC
 // `rpc(method, name, body)` on the instance's stub, answered `[status, body, alarm]`. A
 // body too large for one RPC argument (workerd caps serialized arguments at 32 MiB) makes

@@ -13,7 +13,7 @@ use super::env::config;
 use super::kv::ObjectStorage;
 use super::serve::serve_sync;
 use crate::config::Config;
-use crate::hop::{Args, Ctx};
+use crate::protocol::hop::{Args, Ctx};
 use crate::store::alarm::Alarm;
 use crate::store::Store;
 use crate::wire::{RpcError, Value};

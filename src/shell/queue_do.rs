@@ -46,8 +46,8 @@ use super::serve::{
     result_reply,
 };
 use crate::config::Config;
-use crate::hop::{Args, Ctx};
-use crate::leases::HolderName;
+use crate::protocol::hop::{Args, Ctx};
+use crate::protocol::leases::HolderName;
 use crate::queue::delivery::{
     build_request, claim_at_most, classify, drop_expired, needs_body, settle, Action, Body, ClaimMemo, Claimed, MemoWatch, OutboundRequest,
     Outcome, Rearm,

@@ -158,7 +158,7 @@ impl RunObject {
         let result = if method == "enforceRetention" {
             driver::enforce_retention(&self.host(), args.first()).await
         } else if is_async(&method) {
-            match CleanupArgs::parse(crate::hop::Args(&args)) {
+            match CleanupArgs::parse(crate::protocol::hop::Args(&args)) {
                 Ok(args) => driver::cleanup_now(&self.host(), args).await,
                 Err(e) => Err(e),
             }

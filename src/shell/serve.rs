@@ -1,4 +1,4 @@
-//! The DO side of the router → DO hop (see [`crate::hop`]), shared by all four classes:
+//! The DO side of the router → DO hop (see [`crate::protocol::hop`]), shared by all four classes:
 //! decode the forwarded body once, run the core method with one clock reading (its writes
 //! land all together or not at all), and hand the JavaScript class its answer.
 //!
@@ -34,8 +34,8 @@ use wasm_bindgen::JsValue;
 
 use super::kv::{run_sync, ObjectStorage, Writes};
 use crate::config::Config;
-use crate::hop::{answer, decode_args, Args, Ctx};
-use crate::leases::{LifecycleCache, HELD_METHOD, LEASE_METHOD, LIFECYCLE_METHOD, REVOKE_METHOD};
+use crate::protocol::hop::{answer, decode_args, Args, Ctx};
+use crate::protocol::leases::{LifecycleCache, HELD_METHOD, LEASE_METHOD, LIFECYCLE_METHOD, REVOKE_METHOD};
 use crate::store::alarm::{Alarm, AlarmChange};
 use crate::store::buffered::Fallback;
 use crate::store::Store;
@@ -114,7 +114,7 @@ pub fn asked_answer(asked: &JsValue, env_name: &str) -> Option<Asked> {
     Some(Asked { name, method, tag: asked.get(4).as_f64().unwrap_or(f64::NAN), answer })
 }
 
-/// A lease holder's lifecycle ask (the one `crate::leases::run_is_expired` makes) as a
+/// A lease holder's lifecycle ask (the one `crate::protocol::leases::run_is_expired` makes) as a
 /// status-3 reply: `leaseLifecycle(...lease_args)` of the run when the holder can hold
 /// leases (`lease_args`: its name, and its kind where it has one), else
 /// `getLifecycleStatus()`; tagged with the cache's revocation epoch.

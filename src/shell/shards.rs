@@ -15,7 +15,7 @@
 //! ask.
 //!
 //! The alarm compacts fences / abandoned claims in one transaction; when that fails it is
-//! re-armed at [`crate::lifecycle::compaction_retry`].
+//! re-armed at [`crate::protocol::lifecycle::compaction_retry`].
 
 use js_sys::Array;
 use wasm_bindgen::prelude::*;
@@ -36,8 +36,8 @@ use crate::config::Config;
 use crate::facade::{refused_put, UPSERT_KEY};
 use crate::hook_shard::driver::{self as hook_driver, GetStep, ShardHost, MISSING_RUNS_BINDING};
 use crate::hook_shard::Family;
-use crate::hop::{Args, Ctx};
-use crate::leases::{
+use crate::protocol::hop::{Args, Ctx};
+use crate::protocol::leases::{
     run_is_expired, HolderName, LifecycleCache, LifecycleHost, HELD_METHOD, LEASE_METHOD, LIFECYCLE_METHOD, REVOKE_METHOD,
 };
 use crate::run::lease::CATALOG_KIND;
@@ -59,7 +59,7 @@ async fn compact(storage: &ObjectStorage, class: &str, pass: impl FnOnce(&mut dy
     if let Err(e) = in_transaction(storage, |store| pass(store, now, &mut alarm)) {
         worker::console_error!("{class} compaction: {}: {}", e.name, e.message);
         alarm = Alarm::unknown();
-        crate::lifecycle::compaction_retry(now, &mut alarm);
+        crate::protocol::lifecycle::compaction_retry(now, &mut alarm);
     }
     if let Err(e) = apply_alarm(storage, alarm.change()).await {
         worker::console_error!("{class} compaction alarm: {}", e.message);

@@ -39,7 +39,7 @@ impl<S: Store> Store for ReadOnly<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hop::{Args, Ctx};
+    use crate::protocol::hop::{Args, Ctx};
     use crate::store::alarm::Alarm;
     use crate::store::MemoryStore;
     use crate::wire::Value;

@@ -11,7 +11,7 @@
 //! Every method runs in one storage transaction (the shell's). The long-poll wait of a
 //! binary read is the shell's: [`read_snapshot`] is one synchronous snapshot.
 
-use crate::hop::Args;
+use crate::protocol::hop::Args;
 use crate::store::page::{fetch_values, list_budgeted, RESPONSE_BUDGET_BYTES};
 use crate::store::{js_args, ListOptions, Store, Stored};
 use crate::wire::{js, RpcError, Value};

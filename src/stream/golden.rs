@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use crate::config::Config;
-use crate::hop::{answer, Args, Ctx};
+use crate::protocol::hop::{answer, Args, Ctx};
 use crate::store::MemoryStore;
 use crate::wire::router::{check_body, decode_name};
 use crate::wire::{RpcError, Value};

@@ -15,7 +15,7 @@ use super::chunks::read_snapshot;
 use super::protocol::ReadParams;
 use super::route::{check_frame, decide, StreamRequest, StreamRoute};
 use crate::config::Config;
-use crate::hop::{answer, Args, Ctx};
+use crate::protocol::hop::{answer, Args, Ctx};
 use crate::store::MemoryStore;
 use crate::wire::router::{authenticate, check_body, decode_name, Binding};
 use crate::wire::uri::decode_uri_component;

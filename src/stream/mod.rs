@@ -21,7 +21,7 @@ pub mod records;
 pub mod registry;
 pub mod route;
 
-use crate::hop::{Args, Ctx};
+use crate::protocol::hop::{Args, Ctx};
 use crate::store::Store;
 use crate::wire::{RpcError, Value};
 

@@ -1,7 +1,7 @@
 //! Registry-role methods (`stream-do.md` §3): the stream names a run has written, in an
 //! instance named `run-streams:<runId>`, used by `streams.list(runId)` and by retention.
 
-use crate::hop::Args;
+use crate::protocol::hop::Args;
 use crate::store::{js_args, slot, ListOptions, Store};
 use crate::wire::{js, RpcError, Value};
 

@@ -13,7 +13,7 @@
 use futures_util::future::join_all;
 
 use crate::config::{RetentionSettings, MAX_SAFE_INTEGER};
-use crate::lifecycle::pad13;
+use crate::protocol::lifecycle::pad13;
 use crate::wire::{js, RpcError, Value};
 
 /// Candidates enforced concurrently.
@@ -96,7 +96,7 @@ async fn candidate<H: SweepHost>(host: &H, name: &str, value: &str, request: &Va
     let answer = host.enforce(&run_id, request.clone()).await?;
     let state = js::to_js_string(answer.get("state"));
     if state == "missing" || state == "not-due" {
-        host.delete_stale(&crate::shard::run_catalog(&run_id), &run_id, name, value).await?;
+        host.delete_stale(&crate::protocol::shard::run_catalog(&run_id), &run_id, name, value).await?;
     }
     Ok(state)
 }
@@ -121,7 +121,7 @@ pub async fn sweep<H: SweepHost>(host: &H, get: impl Fn(&str) -> Option<String>,
     }
     let settings = RetentionSettings::from_lookup(get).map_err(|e| RpcError::error(e.message()))?;
     let options = list_options(cutoff, settings.batch_size);
-    let shards = crate::shard::all_run_catalogs();
+    let shards = crate::protocol::shard::all_run_catalogs();
     let pages = join_all(shards.iter().map(|shard| host.list_catalog(shard, options.clone()))).await;
     let pages = pages.into_iter().collect::<Result<Vec<_>, _>>()?;
     let entries = merge(&pages, settings.batch_size as usize)?;

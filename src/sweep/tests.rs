@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use super::*;
 use crate::config::Config;
-use crate::hop::{Args, Ctx};
+use crate::protocol::hop::{Args, Ctx};
 use crate::store::alarm::Alarm;
 use crate::store::MemoryStore;
 use crate::testing::block_on;
@@ -36,7 +36,7 @@ impl Fleet {
         let keys = Value::Array(vec![Value::String(format!("run:wf:{ms}:{run_id}")), Value::String(format!("runall:{ms}:{run_id}"))]);
         let meta = format!(r#"{{"runId":"{run_id}","createdAt":"x","status":"running"}}"#);
         let args = vec![Value::str(run_id), keys, Value::String(meta), Value::num((NOW + 1000) as f64)];
-        let out = self.catalog(&crate::shard::run_catalog(run_id), "upsertRun", args).unwrap();
+        let out = self.catalog(&crate::protocol::shard::run_catalog(run_id), "upsertRun", args).unwrap();
         assert_eq!(out.get("stored"), Some(&Value::Bool(true)));
         self.runs.borrow_mut().insert(run_id.to_string(), state);
     }

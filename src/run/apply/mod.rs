@@ -15,7 +15,7 @@ use super::fence::{expired_at_iso, retention_state};
 use super::keys;
 use super::records::{is_terminal_run_status, Record};
 use super::retention;
-use crate::hop::Ctx;
+use crate::protocol::hop::Ctx;
 use crate::store::alarm::Alarm;
 use crate::store::Store;
 use crate::wire::js::{to_js_string, truthy, type_of};
@@ -436,7 +436,7 @@ fn failure_value(f: &Failure) -> Value {
 /// The success outcome. `now` dates the run catalog publication lease
 /// (`indexPublicationExpiresAt`, spec-0.4 run-do.md §2 step 8) of an outcome carrying a run.
 fn success_value(s: Success, now: i64) -> Value {
-    let lease = s.run.is_some().then(|| crate::lifecycle::publication_expires_at(now));
+    let lease = s.run.is_some().then(|| crate::protocol::lifecycle::publication_expires_at(now));
     let mut m = Map::new();
     m.insert("ok".into(), Value::Bool(true));
     let mut put = |k: &str, r: Option<Record>| {

@@ -1,6 +1,6 @@
 //! The cleanup record's phase and the admin methods' argument.
 
-use crate::hop::Args;
+use crate::protocol::hop::Args;
 use crate::run::records::Record;
 use crate::wire::{RpcError, Value};
 

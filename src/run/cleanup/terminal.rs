@@ -129,12 +129,16 @@ pub fn release_calls(run_id: &str, hooks: &[(String, String)]) -> Vec<ShardCall>
     let mut batches: std::collections::BTreeMap<Target, Vec<Value>> = std::collections::BTreeMap::new();
     for (hook_id, token) in hooks {
         let owner = Owner::new(run_id, hook_id.as_str());
-        batches.entry(Target::HookTokens(crate::shard::hook_token(token))).or_default().push(release_entry_value(
+        batches.entry(Target::HookTokens(crate::protocol::shard::hook_token(token))).or_default().push(release_entry_value(
             Family::Token,
             token,
             &owner,
         ));
-        batches.entry(Target::HookIds(crate::shard::hook_id(hook_id))).or_default().push(release_entry_value(Family::Id, hook_id, &owner));
+        batches.entry(Target::HookIds(crate::protocol::shard::hook_id(hook_id))).or_default().push(release_entry_value(
+            Family::Id,
+            hook_id,
+            &owner,
+        ));
     }
     batches.into_iter().map(|(target, entries)| ShardCall { target, method: "releaseBatch", args: vec![Value::Array(entries)] }).collect()
 }

@@ -9,7 +9,7 @@ use super::CleanupArgs;
 use crate::config::Config;
 use crate::facade::Target;
 use crate::hook_shard::Family;
-use crate::hop::{Args, Ctx};
+use crate::protocol::hop::{Args, Ctx};
 use crate::store::alarm::{Alarm, AlarmChange};
 use crate::store::{MemoryStore, Store};
 use crate::testing::block_on;
@@ -639,7 +639,7 @@ fn index_phase_expires_the_shards_and_the_archive() {
     w.populate(1000);
     let record = w.status();
     let created = date(&record, "createdAt");
-    let catalog = Target::Catalog(crate::shard::run_catalog(RUN));
+    let catalog = Target::Catalog(crate::protocol::shard::run_catalog(RUN));
     let meta = Value::str(format!(r#"{{"runId":"{RUN}"}}"#));
     for key in [format!("run:wf:{created:013}:{RUN}"), format!("runall:{created:013}:{RUN}")] {
         w.index_peer(&catalog, "upsertKey", vec![Value::str(RUN), Value::str(key), meta.clone()]).unwrap();
@@ -663,7 +663,7 @@ fn terminal_cleanup_releases_hooks_by_admission() {
     let w = World::new();
     raw_apply(&w, CREATED, 0);
     raw_apply(&w, STARTED, 0);
-    let tokens = |t: &str| Target::HookTokens(crate::shard::hook_token(t));
+    let tokens = |t: &str| Target::HookTokens(crate::protocol::shard::hook_token(t));
     for (hook_id, token, claim) in [("h03", "tok-03", None), ("h04", "tok-04", Some("c-04"))] {
         let owner = v(&format!(r#"{{"runId":"{RUN}","hookId":"{hook_id}"}}"#));
         let out = w.index_peer(&tokens(token), "reserve", vec![Value::str(token), owner, Value::str("claim")]).unwrap();
@@ -727,7 +727,7 @@ fn terminal_cleanup_starts_only_with_something_to_page() {
 
     let w = World::new();
     raw_apply(&w, CREATED, 0);
-    let tokens = Target::HookTokens(crate::shard::hook_token("tok"));
+    let tokens = Target::HookTokens(crate::protocol::shard::hook_token("tok"));
     let owner = v(&format!(r#"{{"runId":"{RUN}","hookId":"h1"}}"#));
     w.index_peer(&tokens, "reserve", vec![Value::str("tok"), owner, Value::str("claim")]).unwrap();
     hook_created(&w, "h1", "tok", Some("c1"));
@@ -790,7 +790,7 @@ fn a_failed_terminal_page_keeps_its_position() {
     assert_eq!(w.run_alarm.get(), Some(record.last_attempt_at.unwrap() + 1000));
     *w.failing.borrow_mut() = None;
     w.finish_terminal_cleanup();
-    assert_eq!(w.index_keys(&Target::HookTokens(crate::shard::hook_token("tok"))), Vec::<String>::new());
+    assert_eq!(w.index_keys(&Target::HookTokens(crate::protocol::shard::hook_token("tok"))), Vec::<String>::new());
 }
 
 /// The generation counts and payload counts of the 0.4 golden `retention-040` runs: a
@@ -1142,7 +1142,7 @@ fn catalog_revocations(w: &World) -> Vec<crate::run::lease::Revocation> {
 #[test]
 fn the_run_catalog_shard_gets_an_unrecorded_lease() {
     use crate::run::lease::{HolderKind, Revocation};
-    let home = crate::shard::run_catalog(RUN);
+    let home = crate::protocol::shard::run_catalog(RUN);
     let w = World::new();
     assert_eq!(catalog_lease(&w, &home).get("leaseUntil"), Some(&Value::Null), "a missing run: no lease");
     w.apply(CREATED, 3_600_000);
@@ -1180,7 +1180,7 @@ fn the_run_catalog_shard_gets_an_unrecorded_lease() {
 
 #[test]
 fn the_catalog_shard_is_revoked_only_when_the_expiry_moves_within_a_lease() {
-    let home = crate::shard::run_catalog(RUN);
+    let home = crate::protocol::shard::run_catalog(RUN);
     // A terminal retention shorter than a lease: revoked by the completing event.
     let w = World::new();
     w.apply(CREATED, 5_000);

@@ -97,7 +97,7 @@ fn pages_of_large_events_and_steps_stay_within_the_response_budget() {
 /// read or write to what the call does on storage directly.
 #[test]
 fn buffered_step_events_cost_no_more_storage_operations_than_direct_ones() {
-    use crate::hop::{Args, Ctx};
+    use crate::protocol::hop::{Args, Ctx};
     use crate::store::alarm::Alarm;
     use crate::store::buffered::Buffered;
     use crate::store::{ListOptions, Store, StoreResult, Stored};

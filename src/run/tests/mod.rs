@@ -13,7 +13,7 @@ mod steps;
 mod waits_attrs;
 
 use crate::config::Config;
-use crate::hop::{Args, Ctx};
+use crate::protocol::hop::{Args, Ctx};
 use crate::store::alarm::{Alarm, AlarmChange};
 use crate::store::MemoryStore;
 use crate::wire::{RpcError, Value};

@@ -9,7 +9,7 @@ fn run_created_matches_the_spec_example() {
     let mut h = Harness::new();
     let out = h.create_run();
     let t = iso(T0 + 1);
-    let lease = T0 + 1 + crate::lifecycle::MAX_RUN_INDEX_PUBLICATION_LIFETIME_MS;
+    let lease = T0 + 1 + crate::protocol::lifecycle::MAX_RUN_INDEX_PUBLICATION_LIFETIME_MS;
     let want = format!(
         r#"{{"ok":true,"event":{{"eventType":"run_created","specVersion":6,"eventData":{{"deploymentId":"dep","workflowName":"wf","input":{{"__type":"Uint8Array","data":"AQID"}}}},"runId":"wrun_A","eventId":"evnt_00000000000000000000000001","createdAt":{{"__type":"Date","iso":"{t}"}}}},"run":{{"runId":"wrun_A","status":"pending","deploymentId":"dep","workflowName":"wf","specVersion":6,"input":{{"__type":"Uint8Array","data":"AQID"}},"attributes":{{}},"createdAt":{{"__type":"Date","iso":"{t}"}},"updatedAt":{{"__type":"Date","iso":"{t}"}}}},"releasedHooks":[],"runCreated":{{"workflowName":"wf","createdAt":{{"__type":"Date","iso":"{t}"}}}},"indexPublicationExpiresAt":{lease},"maxEvents":25000}}"#
     );
