@@ -4,13 +4,13 @@
 //! The router maps each RPC binding key (`runs`, `streams`, `index`, `queue`) to a DO
 //! class; this script finds the `[[durable_objects.bindings]]` entry for each class and
 //! emits `$OUT_DIR/do_bindings.rs` with the environment name. A missing or duplicated
-//! class, or a class absent from every SQLite migration, or an index shard class bound under another name than its core's constant, fails the build with a clear
+//! class, or a class absent from every SQLite migration, or an index shard class bound under another name than the crate's constant, fails the build with a clear
 //! message.
 
 use std::{env, fs, path::Path};
 
 const CLASSES: [&str; 4] = ["WorkflowRunDO", "StreamDO", "IndexDO", "QueueDO"];
-/// The sharded index classes (migration `v2`) and the env names the cores use for them.
+/// The sharded index classes (migration `v2`) and the env names the crate uses for them.
 const SHARD_CLASSES: [(&str, &str); 3] =
     [("RunCatalogDO", "WORKFLOW_RUN_CATALOG"), ("HookTokenDO", "WORKFLOW_HOOK_TOKENS"), ("HookIdDO", "WORKFLOW_HOOK_IDS")];
 
@@ -66,7 +66,8 @@ fn main() {
         out.push_str(&format!("    ({class:?}, {:?}),\n", found[0].1));
     }
     out.push_str("];\n");
-    // The index shards' env names are constants of the cores (src/catalog, src/hook_shard):
+    // The index shards' env names are constants of the crate (src/protocol/calls.rs for the
+    // run catalog, src/wire/router.rs for the hook shards):
     // the deployed configuration must bind them under exactly those names.
     for (class, env_name) in SHARD_CLASSES {
         let found: Vec<_> = bindings.iter().filter(|(c, _)| c == class).collect();

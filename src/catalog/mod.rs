@@ -47,8 +47,6 @@ use crate::wire::{RpcError, Value};
 pub use expiry::alarm;
 
 pub const CLASS: &str = "RunCatalogDO";
-/// The env binding the shell will need for this class.
-pub const ENV_BINDING: &str = "WORKFLOW_RUN_CATALOG";
 
 /// Every method of the reference class (all internal: none is reachable through `/v1/rpc`).
 pub const METHODS: [&str; 4] = ["upsertRun", "list", "deleteStaleGlobalRun", "expireRun"];

@@ -20,10 +20,9 @@ mod tests;
 use futures_util::future::{join, join_all};
 
 use crate::facade::driver::FacadeHost;
-use crate::facade::hooks::ShardCall;
 use crate::facade::list::{merge, plan_runs_list};
-use crate::facade::Target;
-use crate::hook_shard::records::Owner;
+use crate::protocol::calls::{ShardCall, Target};
+use crate::protocol::hooks::Owner;
 use crate::protocol::lifecycle::pad13;
 use crate::protocol::shard;
 use crate::wire::router::IndexOp;

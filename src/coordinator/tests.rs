@@ -4,7 +4,7 @@
 use super::*;
 use crate::facade::testing::Fleet;
 use crate::hook_shard::testing::{block_on, hook_json, owner, s, T0};
-use crate::hook_shard::Family;
+use crate::protocol::hooks::Family;
 use crate::protocol::lifecycle::MAX_RUN_INDEX_PUBLICATION_LIFETIME_MS as LEASE;
 
 const UUID_A: &str = "11111111-1111-4111-8111-111111111111";

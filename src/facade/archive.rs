@@ -15,8 +15,8 @@
 //! Everything here is pure; [`super::driver`] makes the calls.
 
 use super::hooks::LegacyHook;
-use super::Target;
-use crate::hook_shard::records::Owner;
+use crate::protocol::calls::Target;
+use crate::protocol::hooks::Owner;
 use crate::wire::{js, RpcError, Value};
 
 /// The archive key of a hook-shard `get`: `hook:<token>` / `hookid:<hookId>`.

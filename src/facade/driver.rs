@@ -7,10 +7,12 @@
 
 use futures_util::future::join_all;
 
-use super::hooks::{LegacyHook, Reserve, ShardCall};
+use super::hooks::{LegacyHook, Reserve};
 use super::list::merge;
-use super::{archive, expiry, refused_put, refuses_put, route, run_get_hit, run_get_options, upsert_args, Route, Target, UPSERT_KEY};
-use crate::hook_shard::family::LEGACY_GET;
+use super::{archive, expiry, refused_put, refuses_put, route, run_get_hit, run_get_options, upsert_args, Route, UPSERT_KEY};
+use crate::protocol::calls::{ShardCall, Target};
+use crate::protocol::expiry::{archive_call, shard_calls};
+use crate::protocol::hooks::LEGACY_GET;
 use crate::wire::{RpcError, Value};
 
 /// What the facade needs from its environment.
@@ -28,9 +30,9 @@ pub async fn call<H: FacadeHost>(host: &H, method: &str, args: Vec<Value>, with_
         Route::Archive => host.call(&Target::Archive, method, args).await,
         Route::PutKey { target, run_id, key, value } => host.call(&target, UPSERT_KEY, upsert_args(run_id, key, value)).await,
         Route::ExpireRun(request) => {
-            let archive = expiry::archive_call(&request);
+            let archive = archive_call(&request);
             let archived = host.call(&archive.target, archive.method, archive.args).await?;
-            let calls = expiry::shard_calls(&request);
+            let calls = shard_calls(&request);
             let answers = all(host, calls.clone()).await?;
             expiry::answer(&archived, &calls, &answers)
         }

@@ -6,32 +6,14 @@
 //! Every function here is pure: it says which shard calls to make and what to answer from
 //! their results. The shard methods are those of [`crate::hook_shard`].
 
-use crate::hook_shard::family::LEGACY_PUBLISH;
-use crate::hook_shard::records::{release_entry_value, Owner};
-use crate::hook_shard::Family;
+use crate::protocol::calls::{ShardCall, Target};
+use crate::protocol::hooks::{release_entry_value, Family, Owner, LEGACY_PUBLISH};
 use crate::wire::uri::encode_uri_component;
 use crate::wire::{RpcError, Value};
-
-use super::Target;
-
-/// One call to a hook shard.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ShardCall {
-    pub target: Target,
-    pub method: &'static str,
-    pub args: Vec<Value>,
-}
 
 /// `legacy:<enc(runId)>:<enc(hookId)>`.
 pub fn legacy_claim_id(owner: &Owner) -> String {
     format!("legacy:{}:{}", encode_uri_component(&owner.run_id), encode_uri_component(&owner.hook_id))
-}
-
-fn target(family: Family, key: &str) -> Target {
-    match family {
-        Family::Token => Target::HookTokens(family.shard(key)),
-        Family::Id => Target::HookIds(family.shard(key)),
-    }
 }
 
 /// The owner's token and hook-id, and the claim id the facade uses for them.
@@ -56,7 +38,7 @@ impl LegacyHook {
     /// Step 1: the token shard's `reserve`.
     pub fn reserve_token(&self) -> ShardCall {
         ShardCall {
-            target: target(Family::Token, &self.token),
+            target: Target::hook_shard(Family::Token, &self.token),
             method: "reserve",
             args: vec![Value::str(self.token.as_str()), self.owner.to_value(), Value::str(self.claim_id.as_str())],
         }
@@ -65,7 +47,7 @@ impl LegacyHook {
     /// Step 2: the hook-id shard's `reserve` under the same claim id.
     pub fn reserve_hook_id(&self) -> ShardCall {
         ShardCall {
-            target: target(Family::Id, &self.hook_id),
+            target: Target::hook_shard(Family::Id, &self.hook_id),
             method: "reserve",
             args: vec![Value::str(self.hook_id.as_str()), self.owner.to_value(), Value::str(self.claim_id.as_str())],
         }
@@ -121,7 +103,7 @@ impl LegacyHook {
     fn publication(&self, family: Family, serialized: &Value, status: &Value) -> ShardCall {
         let key = self.key(family);
         ShardCall {
-            target: target(family, key),
+            target: Target::hook_shard(family, key),
             method: LEGACY_PUBLISH,
             args: vec![Value::str(key), serialized.clone(), self.owner.to_value(), Value::str(self.claim_id.as_str()), status.clone()],
         }
@@ -171,7 +153,7 @@ impl LegacyHook {
     fn release_claim(&self, family: Family) -> ShardCall {
         let key = self.key(family);
         ShardCall {
-            target: target(family, key),
+            target: Target::hook_shard(family, key),
             method: "releaseClaim",
             args: vec![Value::str(key), self.owner.to_value(), Value::str(self.claim_id.as_str())],
         }
@@ -184,7 +166,7 @@ impl LegacyHook {
         [(Family::Token, &self.token), (Family::Id, &self.hook_id)]
             .into_iter()
             .map(|(family, key)| ShardCall {
-                target: target(family, key),
+                target: Target::hook_shard(family, key),
                 method: "releaseBatch",
                 args: vec![Value::Array(vec![release_entry_value(family, key, &self.owner)])],
             })

@@ -18,7 +18,7 @@ use crate::protocol::shard;
 use crate::store::js_args::to_storage_int;
 use crate::wire::{js, RpcError, Value};
 
-use super::Target;
+use crate::protocol::calls::Target;
 
 /// 0.3 default page size.
 pub const DEFAULT_LIMIT: f64 = 1000.0;

@@ -25,9 +25,9 @@
 
 use super::driver::FacadeHost;
 use super::hooks::legacy_claim_id;
-use super::{refuses_put, upsert_args, Target, UPSERT_KEY};
-use crate::hook_shard::family::LEGACY_PUBLISH;
-use crate::hook_shard::records::Owner;
+use super::{refuses_put, upsert_args, UPSERT_KEY};
+use crate::protocol::calls::Target;
+use crate::protocol::hooks::{Owner, LEGACY_PUBLISH};
 use crate::protocol::shard;
 use crate::wire::{js, RpcError, Value};
 

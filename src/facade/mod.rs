@@ -40,48 +40,13 @@ pub mod testing;
 #[cfg(test)]
 pub(crate) mod tests;
 
-use crate::hook_shard::records::Owner;
+use crate::protocol::calls::Target;
+use crate::protocol::hooks::Owner;
 use crate::protocol::shard;
 use crate::wire::{js, RpcError, Value};
 
 use hooks::LegacyHook;
 use list::ListRoute;
-
-/// The archive instance name (the 0.3 client's only `index` instance).
-pub const ARCHIVE_INSTANCE: &str = "index";
-
-/// One Durable Object instance a facade call addresses.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Target {
-    /// IndexDO `index` (env `WORKFLOW_INDEX`): pre-upgrade data and arbitrary keys.
-    Archive,
-    /// RunCatalogDO `run-catalog:v1:XX` (env `WORKFLOW_RUN_CATALOG`).
-    Catalog(String),
-    /// HookTokenDO `hook-token:v1:XX` (env `WORKFLOW_HOOK_TOKENS`).
-    HookTokens(String),
-    /// HookIdDO `hook-id:v1:XX` (env `WORKFLOW_HOOK_IDS`).
-    HookIds(String),
-}
-
-impl Target {
-    /// The env binding of the target's class.
-    pub fn env_binding(&self) -> &'static str {
-        match self {
-            Target::Archive => "WORKFLOW_INDEX",
-            Target::Catalog(_) => crate::catalog::ENV_BINDING,
-            Target::HookTokens(_) => crate::hook_token::FAMILY.env_binding(),
-            Target::HookIds(_) => crate::hook_id::FAMILY.env_binding(),
-        }
-    }
-
-    /// The instance name.
-    pub fn instance(&self) -> &str {
-        match self {
-            Target::Archive => ARCHIVE_INSTANCE,
-            Target::Catalog(name) | Target::HookTokens(name) | Target::HookIds(name) => name,
-        }
-    }
-}
 
 /// How one 0.3 `index` call is served.
 #[derive(Debug, Clone, PartialEq)]
@@ -101,8 +66,8 @@ pub enum Route {
     /// `putOwned` of a `correlation:` key: `upsertKey(runId, key, value)` on the target,
     /// without the lifecycle check.
     PutKey { target: Target, run_id: String, key: String, value: Value },
-    /// `expireRun(request)`: [`expiry::archive_call`], then [`expiry::shard_calls`]
-    /// concurrently; answers [`expiry::answer`].
+    /// `expireRun(request)`: [`crate::protocol::expiry::archive_call`], then
+    /// [`crate::protocol::expiry::shard_calls`] concurrently; answers [`expiry::answer`].
     ExpireRun(Value),
     /// `list` over the catalog: [`list::MergedList`].
     List(list::MergedList),

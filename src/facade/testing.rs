@@ -7,11 +7,11 @@
 use std::cell::RefCell;
 
 use super::driver::FacadeHost;
-use super::hooks::ShardCall;
-use super::Target;
 use crate::config::Config;
+use crate::hook_shard::driver as hook_driver;
 use crate::hook_shard::testing::{apply, Host, World};
-use crate::hook_shard::{driver as hook_driver, Family};
+use crate::protocol::calls::{ShardCall, Target};
+use crate::protocol::hooks::Family;
 use crate::protocol::hop::{Args, Ctx};
 use crate::store::alarm::Alarm;
 use crate::store::MemoryStore;

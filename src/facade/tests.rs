@@ -2,12 +2,13 @@
 //! cursor quirks, UTF-8 order, gap-free paging), and the legacy hook methods executed
 //! against the real hook shard cores.
 
-use super::hooks::{legacy_claim_id, LegacyHook, Reserve, ShardCall};
+use super::hooks::{legacy_claim_id, LegacyHook, Reserve};
 use super::list::{merge, MergedList};
 use super::testing::exec;
 use super::*;
 use crate::hook_shard::testing::{hook_json, owner, s, World};
-use crate::hook_shard::Family;
+use crate::protocol::calls::{ShardCall, Target};
+use crate::protocol::hooks::Family;
 use crate::testing::block_on;
 
 const T0: i64 = 1_767_323_045_000;
@@ -341,7 +342,7 @@ fn merge_rejects_malformed_pages_and_drops_duplicates() {
 // ---- the hook methods over the real hook shards ------------------------------------------
 
 /// The facade's `reserveHookToken`, driven step by step.
-fn reserve(w: &World, token: &str, who: &crate::hook_shard::records::Owner) -> Result<Value, RpcError> {
+fn reserve(w: &World, token: &str, who: &crate::protocol::hooks::Owner) -> Result<Value, RpcError> {
     let Ok(Route::ReserveHookToken(hook)) = route("reserveHookToken", &[s(token), who.to_value()], false) else { panic!() };
     match hook.after_token(&exec(w, &hook.reserve_token())?)? {
         Reserve::Answer(answer) => Ok(answer),
@@ -359,7 +360,7 @@ fn reserve(w: &World, token: &str, who: &crate::hook_shard::records::Owner) -> R
     }
 }
 
-fn finalize(w: &World, token: &str, who: &crate::hook_shard::records::Owner) -> Result<Value, RpcError> {
+fn finalize(w: &World, token: &str, who: &crate::protocol::hooks::Owner) -> Result<Value, RpcError> {
     let serialized = s(&hook_json(who, token));
     let args = [s(token), s(&who.hook_id), serialized, who.to_value()];
     let Ok(Route::FinalizeHookIndexes { hook, serialized }) = route("finalizeHookIndexes", &args, false) else { panic!() };
@@ -378,7 +379,7 @@ fn claimed() -> Result<Value, RpcError> {
     Ok(Value::object([("claimed", Value::Bool(true))]))
 }
 
-fn held_by(holder: &crate::hook_shard::records::Owner) -> Result<Value, RpcError> {
+fn held_by(holder: &crate::protocol::hooks::Owner) -> Result<Value, RpcError> {
     Ok(Value::object([("claimed", Value::Bool(false)), ("holder", holder.to_value())]))
 }
 

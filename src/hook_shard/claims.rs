@@ -1,17 +1,15 @@
 //! Reservations (`catalog-hooks.md` §3): `reserve`, `releaseClaim` and the owner-checked
 //! `releaseBatch`. Each is one transaction.
 
-use super::family::{Family, SameOwnerClaim};
 use super::keys;
-use super::records::{claimed, held_by, natural_key, release_entry, Claim, Deadline, Owner};
+use super::records::{claimed, held_by, natural_key, release_entry, Claim, Deadline};
+use crate::protocol::hooks::Owner;
+use crate::protocol::hooks::{Family, SameOwnerClaim, MAX_RELEASE_BATCH};
 use crate::protocol::hop::Args;
 use crate::protocol::lifecycle::{arm_at_most, HOOK_CLAIM_LEASE_MS};
 use crate::store::alarm::Alarm;
 use crate::store::{get_json, put_json, Store};
 use crate::wire::{js, RpcError, Value};
-
-/// Most entries one `releaseBatch` accepts.
-pub const MAX_RELEASE_BATCH: usize = 64;
 
 /// The published record's text (`None` when absent).
 pub fn read_record(store: &mut dyn Store, family: Family, key: &str) -> Result<Option<String>, RpcError> {

@@ -1,8 +1,8 @@
 //! The hook shard alarm (`catalog-hooks.md` §3): compaction of abandoned claims.
 
-use super::family::Family;
 use super::keys::{self, CLAIM_DEADLINE_PREFIX};
 use super::records::{Claim, Deadline};
+use crate::protocol::hooks::Family;
 use crate::protocol::lifecycle::compact_due;
 use crate::store::alarm::Alarm;
 use crate::store::{get_json, Store};

@@ -7,9 +7,10 @@
 #![allow(async_fn_in_trait)] // hosts are single-threaded (wasm, tests): no Send bound wanted
 
 use super::claims::{read_record, release_owned};
-use super::family::{Family, LEGACY_GET, LEGACY_PUBLISH};
 use super::publish::{legacy_publish_step, publish_step};
-use super::records::{natural_key, stored, string_arg, Owner};
+use super::records::{natural_key, stored, string_arg};
+use crate::protocol::hooks::Owner;
+use crate::protocol::hooks::{Family, LEGACY_GET, LEGACY_PUBLISH};
 use crate::protocol::hop::Args;
 use crate::store::alarm::Alarm;
 use crate::store::Store;

@@ -13,8 +13,10 @@
 //! * [`publish`] — the storage step of `finalize` / `publish`;
 //! * [`driver`] — `get` and `finalize` / `publish`, which ask the owner's run DO
 //!   `getLifecycleStatus()` first, generic over a [`driver::ShardHost`];
-//! * [`compaction`] — the alarm; [`keys`] and [`records`] — keys and stored records;
-//! * [`family`] — everything that differs between the two classes.
+//! * [`compaction`] — the alarm; [`keys`] and [`records`] — keys and stored records.
+//!
+//! What differs between the two classes ([`Family`]), the owner and the release entries
+//! callers send are [`crate::protocol::hooks`].
 //!
 //! ## Alarm contract
 //! `reserve` arms the alarm at a new claim's expiry unless an earlier one is set (the
@@ -25,7 +27,6 @@
 pub mod claims;
 pub mod compaction;
 pub mod driver;
-pub mod family;
 pub mod keys;
 pub mod publish;
 pub mod records;
@@ -35,8 +36,7 @@ pub mod testing;
 #[cfg(test)]
 mod tests;
 
-pub use family::Family;
-
+use crate::protocol::hooks::Family;
 use crate::protocol::hop::Args;
 use crate::store::alarm::Alarm;
 use crate::store::Store;

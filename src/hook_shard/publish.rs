@@ -3,9 +3,10 @@
 //! DO-to-DO call, made by [`super::driver::publish`].
 
 use super::claims::{drop_claim, read_claim, read_record};
-use super::family::Family;
 use super::keys;
-use super::records::{stored, Owner};
+use super::records::stored;
+use crate::protocol::hooks::Family;
+use crate::protocol::hooks::Owner;
 use crate::store::Store;
 use crate::wire::{js, RpcError, Value};
 

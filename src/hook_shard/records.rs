@@ -1,51 +1,11 @@
-//! Hook shard records and argument decoding: owners, claims and their deadline entries.
-//!
-//! An *owner* is `{runId, hookId}`; two owners are equal when both members are. The
-//! owner of a published record is read from the serialized hook (shared codec JSON).
+//! Hook shard records and argument decoding: claims and their deadline entries, the
+//! arguments and answers of the shard methods. Owners (`{runId, hookId}`, equal when both
+//! members are) and the release entries callers build are [`crate::protocol::hooks`].
 
 use serde::{Deserialize, Serialize};
 
-use super::family::Family;
-use crate::wire::json_parse::parse_shared;
-use crate::wire::{js, Map, RpcError, Value};
-
-/// `{runId, hookId}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Owner {
-    pub run_id: String,
-    pub hook_id: String,
-}
-
-impl Owner {
-    pub fn new(run_id: impl Into<String>, hook_id: impl Into<String>) -> Owner {
-        Owner { run_id: run_id.into(), hook_id: hook_id.into() }
-    }
-
-    /// An owner argument: an object with string `runId` and `hookId` (a missing owner
-    /// fails on the member read, as in JavaScript; non-string members are refused).
-    pub fn from_arg(v: Option<&Value>) -> Result<Owner, RpcError> {
-        let run_id = js::member(v, "runId")?;
-        let hook_id = js::member(v, "hookId")?;
-        match (run_id, hook_id) {
-            (Some(Value::String(run_id)), Some(Value::String(hook_id))) => Ok(Owner::new(run_id.as_str(), hook_id.as_str())),
-            _ => Err(RpcError::type_error("hook owner must be {runId, hookId} strings")),
-        }
-    }
-
-    /// The owner of a serialized hook: `runId` and `hookId` of its shared-codec parse.
-    pub fn from_serialized(text: &str) -> Result<Owner, RpcError> {
-        let hook = parse_shared(text)?;
-        match (js::member(Some(&hook), "runId")?, js::member(Some(&hook), "hookId")?) {
-            (Some(Value::String(run_id)), Some(Value::String(hook_id))) => Ok(Owner::new(run_id.as_str(), hook_id.as_str())),
-            _ => Err(RpcError::type_error("serialized hook has no string runId and hookId")),
-        }
-    }
-
-    pub fn to_value(&self) -> Value {
-        Value::object([("runId", Value::str(self.run_id.as_str())), ("hookId", Value::str(self.hook_id.as_str()))])
-    }
-}
+use crate::protocol::hooks::{Family, Owner};
+use crate::wire::{js, RpcError, Value};
 
 /// `claim:<enc(K)>` = `{owner, claimId, reservedAt, expiresAt, deadlineKey}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -122,30 +82,9 @@ pub fn release_entry(family: Family, entry: &Value) -> Result<(String, Owner), R
     Ok((key, owner))
 }
 
-/// A release-batch entry as the coordinator builds it.
-pub fn release_entry_value(family: Family, key: &str, owner: &Owner) -> Value {
-    let mut map = Map::new();
-    map.insert(family.key_member().into(), Value::str(key));
-    map.insert("owner".into(), owner.to_value());
-    Value::Object(map)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn owners() {
-        let owner = Owner::new("wrun_1", "h1");
-        assert_eq!(Owner::from_arg(Some(&owner.to_value())), Ok(owner.clone()));
-        assert_eq!(Owner::from_arg(None).unwrap_err().message, "Cannot read properties of undefined (reading 'runId')");
-        assert_eq!(Owner::from_arg(Some(&Value::object([("runId", Value::num(1))]))).unwrap_err().name, "TypeError");
-        let hook = r#"{"runId":"wrun_1","hookId":"h1","token":"t","createdAt":{"__type":"Date","iso":"2026-01-01T00:00:00.000Z"}}"#;
-        assert_eq!(Owner::from_serialized(hook), Ok(owner));
-        assert_eq!(Owner::from_serialized("nope").unwrap_err().name, "SyntaxError");
-        assert_eq!(Owner::from_serialized("null").unwrap_err().name, "TypeError");
-        assert_eq!(Owner::from_serialized("{}").unwrap_err().name, "TypeError");
-    }
 
     #[test]
     fn deadlines_name_the_family_key() {

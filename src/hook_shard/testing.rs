@@ -6,9 +6,9 @@
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 
+use super::compaction;
 use super::driver::{self, ShardHost, LIFECYCLE_METHOD};
-use super::records::{release_entry_value, Owner};
-use super::{compaction, Family};
+use crate::protocol::hooks::{release_entry_value, Family, Owner};
 use crate::protocol::hop::Args;
 use crate::protocol::lifecycle::compaction_retry;
 use crate::store::alarm::{Alarm, AlarmChange};

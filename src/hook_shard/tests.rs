@@ -3,7 +3,7 @@
 //! hook items) over the real shard cores.
 
 use super::testing::{hook_json, owner, s, Admission, World, T0};
-use super::Family;
+use crate::protocol::hooks::Family;
 use crate::protocol::lifecycle::HOOK_CLAIM_LEASE_MS;
 use crate::wire::{RpcError, Value};
 
@@ -12,7 +12,7 @@ const FAMILIES: [Family; 2] = [Family::Token, Family::Id];
 fn claimed(id: &str) -> Result<Value, RpcError> {
     Ok(Value::object([("claimed", Value::Bool(true)), ("claimId", s(id))]))
 }
-fn held_by(holder: &super::records::Owner) -> Result<Value, RpcError> {
+fn held_by(holder: &crate::protocol::hooks::Owner) -> Result<Value, RpcError> {
     Ok(Value::object([("claimed", Value::Bool(false)), ("holder", holder.to_value())]))
 }
 fn stored(yes: bool) -> Result<Value, RpcError> {
@@ -164,7 +164,7 @@ fn get_ignores_an_empty_record_and_asks_the_owner_run() {
 #[test]
 fn get_in_steps_is_the_drivers_get() {
     use super::driver::{get_step, read_visibility, GetStep};
-    use super::family::LEGACY_GET;
+    use crate::protocol::hooks::LEGACY_GET;
     use crate::protocol::hop::Args;
     use crate::store::{Store, Stored};
     let step = |w: &World, family: Family, method: &str, key: &str, asked: Option<(&str, &Result<Value, RpcError>)>| {
@@ -258,8 +258,8 @@ fn release_batch_is_owner_checked_idempotent_and_bounded() {
         assert!(w.keys(family, "k").is_empty(), "{:?}", w.keys(family, "k"));
         assert_eq!(w.release_batch(family, "k", &[("k", &a), (other.as_str(), &a)]), deleted(0), "idempotent");
         assert_eq!(w.release_batch(family, "k", &[]), deleted(0));
-        let many: Vec<(String, super::records::Owner)> = (0..65).map(|i| (format!("k{i}"), a.clone())).collect();
-        let refs: Vec<(&str, &super::records::Owner)> = many.iter().map(|(k, o)| (k.as_str(), o)).collect();
+        let many: Vec<(String, crate::protocol::hooks::Owner)> = (0..65).map(|i| (format!("k{i}"), a.clone())).collect();
+        let refs: Vec<(&str, &crate::protocol::hooks::Owner)> = many.iter().map(|(k, o)| (k.as_str(), o)).collect();
         assert_eq!(w.release_batch(family, "k", &refs), Err(RpcError::error(format!("{} release batch is too large", family.label()))));
         assert_eq!(w.release_batch(family, "k", refs.get(..64).unwrap_or_default()), deleted(0));
         let not_array = w.call(family, "k", "releaseBatch", vec![]);
@@ -461,7 +461,7 @@ fn claim_of_names_only_the_owners_unexpired_claim() {
     for family in FAMILIES {
         let w = World::new();
         let (a, b) = (owner("wrun_a", "ha"), owner("wrun_b", "hb"));
-        let claim_of = |who: &super::records::Owner| w.call(family, "k", "claimOf", vec![s("k"), who.to_value()]);
+        let claim_of = |who: &crate::protocol::hooks::Owner| w.call(family, "k", "claimOf", vec![s("k"), who.to_value()]);
         assert_eq!(claim_of(&a), Ok(Value::Null));
         w.reserve(family, "k", &a, "ca").ok();
         assert_eq!(claim_of(&a), Ok(Value::object([("claimId", s("ca"))])));
@@ -476,7 +476,7 @@ fn claim_of_names_only_the_owners_unexpired_claim() {
 /// argument (read once for both shards) and asks the run DO only without one.
 #[test]
 fn legacy_publish_takes_the_callers_lifecycle_status() {
-    use super::family::LEGACY_PUBLISH;
+    use crate::protocol::hooks::LEGACY_PUBLISH;
     for family in FAMILIES {
         let w = World::new();
         let a = owner("wrun_a", "ha");
@@ -511,7 +511,7 @@ fn legacy_publish_takes_the_callers_lifecycle_status() {
 #[test]
 fn publish_with_status_is_the_drivers_publish_without_the_ask() {
     use super::driver::{passed_status, publication_visibility, publish_with_status};
-    use super::family::LEGACY_PUBLISH;
+    use crate::protocol::hooks::LEGACY_PUBLISH;
     use crate::protocol::hop::Args;
     use crate::store::Store;
     for family in FAMILIES {

@@ -16,8 +16,9 @@ use crate::store::alarm::Alarm;
 use crate::store::Store;
 use crate::wire::{RpcError, Value};
 
+use crate::hook_shard;
 pub use crate::hook_shard::reads_alarm;
-use crate::hook_shard::{self, Family};
+use crate::protocol::hooks::Family;
 
 pub const FAMILY: Family = Family::Token;
 pub const CLASS: &str = "HookTokenDO";

@@ -1,25 +1,81 @@
-//! What a holder of lifecycle leases knows of runs (see `crate::run::lease`): the runs it
-//! has seen expired and the leases it holds ([`LifecycleCache`]), and the ask that fills
-//! them ([`run_is_expired`]). Two kinds of instance hold leases: the QueueDO shards
-//! (before a run-guarded queue mutation, `crate::queue::driver`) and the run-catalog
-//! shards (before the 0.3 facade's upsert of a `run:`/`runall:` key, `crate::catalog::lease`).
+//! Lifecycle leases between a run DO and the objects that ask it whether the run is
+//! expired (the grant itself is `crate::run::lease`): the method names, who may hold a
+//! lease and for how long ([`HolderKind`], [`LEASE_MS`], [`CATALOG_LEASE_MS`]), and what a
+//! holder knows of runs: the runs it has seen expired and the leases it holds
+//! ([`LifecycleCache`]), and the ask that fills them ([`run_is_expired`]). Two kinds of
+//! instance hold leases: the QueueDO shards (before a run-guarded queue mutation,
+//! `crate::queue::driver`) and the run-catalog shards (before the 0.3 facade's upsert of a
+//! `run:`/`runall:` key, `crate::catalog::lease`).
 
 #![allow(async_fn_in_trait)] // hosts are single-threaded (wasm, tests): no Send bound wanted
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeSet, HashMap};
 
+use super::calls::RUN_CATALOG_ENV_BINDING;
+use super::lifecycle::CATALOG_FENCE_GRACE_MS;
+use crate::wire::router::Binding;
 use crate::wire::{RpcError, Value};
 
 /// The run DO method asked, and the answer that means "expired".
 pub const LIFECYCLE_METHOD: &str = "getLifecycleStatus";
-/// The run DO method that answers the status with a lease (internal).
-pub const LEASE_METHOD: &str = crate::run::lease::METHOD;
+/// The run DO method that answers the status with a lease: `leaseLifecycle(holder,
+/// kind?)` → `{status, leaseUntil}` (internal, not on the router's whitelist).
+pub const LEASE_METHOD: &str = "leaseLifecycle";
 /// The holder method a run DO calls to take back a lease (internal, not routable).
 pub const REVOKE_METHOD: &str = "revokeLifecycleLease";
 /// Internal probe (tests): the runs whose leases this instance holds.
 pub const HELD_METHOD: &str = "heldLifecycleLeases";
 pub const EXPIRED: &str = "expired";
+
+/// The `kind` argument of a run-catalog shard's grant.
+pub const CATALOG_KIND: &str = "catalog";
+/// Longest lease granted to a queue shard. Must stay below the queue's fence compaction
+/// delay (330 s).
+pub const LEASE_MS: i64 = 60_000;
+/// Longest lease granted to a run's catalog shard: a run's status changes (created,
+/// started, completed) are seldom more than a few minutes apart. Must stay below the
+/// catalog's expiry fence grace (20 min), which refuses what a stale lease lets through.
+pub const CATALOG_LEASE_MS: i64 = 300_000;
+const _: () = assert!(CATALOG_LEASE_MS < CATALOG_FENCE_GRACE_MS);
+
+/// Who holds a lease, and where it is revoked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HolderKind {
+    /// A QueueDO shard (`WORKFLOW_QUEUE`); the run DO stores its leases
+    /// (`lifecycle-lease:<holder>`).
+    Queue,
+    /// The run's catalog shard (`WORKFLOW_RUN_CATALOG`), for the 0.3 facade's run keys
+    /// (`crate::catalog::lease`); not stored.
+    Catalog,
+}
+
+impl HolderKind {
+    /// The grant's optional `kind` argument: absent or null for a queue shard.
+    pub fn from_arg(kind: Option<&Value>) -> Result<HolderKind, RpcError> {
+        match kind {
+            None | Some(Value::Null) => Ok(HolderKind::Queue),
+            Some(Value::String(k)) if k == CATALOG_KIND => Ok(HolderKind::Catalog),
+            Some(_) => Err(RpcError::error(format!("{LEASE_METHOD}: kind must be absent or \"{CATALOG_KIND}\""))),
+        }
+    }
+
+    /// The longest lease granted to this kind of holder.
+    pub fn lease_ms(self) -> i64 {
+        match self {
+            HolderKind::Queue => LEASE_MS,
+            HolderKind::Catalog => CATALOG_LEASE_MS,
+        }
+    }
+
+    /// The env binding of the holders' namespace.
+    pub fn env_binding(self) -> &'static str {
+        match self {
+            HolderKind::Queue => Binding::Queue.env_name(),
+            HolderKind::Catalog => RUN_CATALOG_ENV_BINDING,
+        }
+    }
+}
 
 /// What asking a run DO needs from the holder's environment.
 pub trait LifecycleHost {

@@ -33,20 +33,12 @@ use serde::{Deserialize, Serialize};
 
 use super::fence::{lifecycle_status_of, retention_state, RetentionState};
 use super::keys;
+use crate::protocol::leases::{HolderKind, CATALOG_LEASE_MS, LEASE_METHOD};
 use crate::store::{put_json, ListOptions, Store, StoreResult, Stored};
 use crate::wire::{RpcError, Value};
 
 /// Storage prefix of the leases granted to QueueDO shards (`lifecycle-lease:<holder>`).
 pub const LEASE_PREFIX: &str = "lifecycle-lease:";
-/// The `kind` argument of a run-catalog shard's grant.
-pub const CATALOG_KIND: &str = "catalog";
-/// Longest lease granted. Must stay below the queue's fence compaction delay (330 s).
-pub const LEASE_MS: i64 = 60_000;
-/// Longest lease granted to a run's catalog shard: a run's status changes (created,
-/// started, completed) are seldom more than a few minutes apart. Must stay below the
-/// catalog's expiry fence grace (20 min), which refuses what a stale lease lets through.
-pub const CATALOG_LEASE_MS: i64 = 300_000;
-const _: () = assert!(CATALOG_LEASE_MS < crate::protocol::lifecycle::CATALOG_FENCE_GRACE_MS);
 /// Leases shorter than this are not worth a write: the holder asks again.
 pub const MIN_LEASE_MS: i64 = 1_000;
 /// Longest holder name accepted (a QueueDO instance name).
@@ -54,46 +46,6 @@ pub const MAX_HOLDER_LEN: usize = 512;
 /// Most queue-shard leases one run keeps (one per shard that asked; the client uses a
 /// handful). Past it, no new holder gets a lease (it keeps asking every time).
 pub const MAX_LEASES: usize = 256;
-
-/// The internal method name (not on the router's whitelist).
-pub const METHOD: &str = "leaseLifecycle";
-
-/// Who holds a lease, and where it is revoked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HolderKind {
-    /// A QueueDO shard (`WORKFLOW_QUEUE`); its leases are stored here.
-    Queue,
-    /// The run's catalog shard (`WORKFLOW_RUN_CATALOG`), for the 0.3 facade's run keys
-    /// (`crate::catalog::lease`); not stored.
-    Catalog,
-}
-
-impl HolderKind {
-    /// The grant's optional `kind` argument: absent or null for a queue shard.
-    pub fn from_arg(kind: Option<&Value>) -> Result<HolderKind, RpcError> {
-        match kind {
-            None | Some(Value::Null) => Ok(HolderKind::Queue),
-            Some(Value::String(k)) if k == CATALOG_KIND => Ok(HolderKind::Catalog),
-            Some(_) => Err(RpcError::error(format!("{METHOD}: kind must be absent or \"{CATALOG_KIND}\""))),
-        }
-    }
-
-    /// The longest lease granted to this kind of holder.
-    pub fn lease_ms(self) -> i64 {
-        match self {
-            HolderKind::Queue => LEASE_MS,
-            HolderKind::Catalog => CATALOG_LEASE_MS,
-        }
-    }
-
-    /// The env binding of the holders' namespace.
-    pub fn env_binding(self) -> &'static str {
-        match self {
-            HolderKind::Queue => crate::wire::router::Binding::Queue.env_name(),
-            HolderKind::Catalog => crate::catalog::ENV_BINDING,
-        }
-    }
-}
 
 fn lease_key(holder: &str) -> String {
     format!("{LEASE_PREFIX}{holder}")
@@ -135,7 +87,7 @@ fn expires_at(state: &RetentionState, now: i64) -> Option<i64> {
 pub fn grant(store: &mut dyn Store, now: i64, run_id: &str, holder: Option<&str>, kind: Option<&Value>) -> Result<Value, RpcError> {
     let holder = match holder {
         Some(h) if !h.is_empty() && h.len() <= MAX_HOLDER_LEN => h,
-        _ => return Err(RpcError::error(format!("{METHOD}: holder must be a non-empty string of at most {MAX_HOLDER_LEN} bytes"))),
+        _ => return Err(RpcError::error(format!("{LEASE_METHOD}: holder must be a non-empty string of at most {MAX_HOLDER_LEN} bytes"))),
     };
     let kind = HolderKind::from_arg(kind)?;
     let state = retention_state(store, now)?;

@@ -74,7 +74,7 @@ pub fn call(store: &mut dyn Store, ctx: &Ctx, alarm: &mut Alarm, method: &str, a
         "rearmCleanup" => cleanup::rearm(store, ctx.now, alarm),
         "getLifecycleStatus" => fence::lifecycle_status(store, ctx.now),
         "resolveHookTokenClaim" => hook_claims::resolve(store, ctx.now, args),
-        lease::METHOD => lease::grant(store, ctx.now, ctx.name, args.str(0), args.present(1)),
+        crate::protocol::leases::LEASE_METHOD => lease::grant(store, ctx.now, ctx.name, args.str(0), args.present(1)),
         _ => Err(RpcError::error(format!("{CLASS}.{method} cannot run as a single transaction"))),
     }
 }

@@ -36,7 +36,7 @@ pub fn route(
     match decide(method, pathname, authorization.as_deref(), secret.as_deref(), content_length.as_deref()) {
         Decision::Answer(status, body) => format!("A{status}{body}"),
         Decision::AfterBody(e) => encode('B', &e),
-        Decision::Forward { binding: Binding::Index, name, method } if name == crate::facade::ARCHIVE_INSTANCE => {
+        Decision::Forward { binding: Binding::Index, name, method } if name == crate::protocol::calls::ARCHIVE_INSTANCE => {
             format!("X{}\n{method}", Binding::Index.env_name())
         }
         Decision::Forward { binding, name, method } => format!("F{}\n{method}\n{name}", binding.env_name()),

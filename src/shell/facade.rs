@@ -20,7 +20,8 @@ use super::serve::{args_or_refusal, now_ms, result_reply};
 use crate::catalog::lease::UPSERT_RUN_KEY;
 use crate::facade::driver::{self, FacadeHost};
 use crate::facade::migrate::{self, MigrationCache};
-use crate::facade::{route, upsert_args, Route, Target, LIFECYCLE_METHOD, UPSERT_KEY};
+use crate::facade::{route, upsert_args, Route, LIFECYCLE_METHOD, UPSERT_KEY};
+use crate::protocol::calls::Target;
 use crate::wire::router::Binding;
 use crate::wire::{RpcError, Value};
 

@@ -14,7 +14,7 @@ use super::call::call_env;
 use super::serve::{args_or_refusal, result_reply};
 use crate::coordinator::{self, uuid_v4};
 use crate::facade::driver::FacadeHost;
-use crate::facade::Target;
+use crate::protocol::calls::Target;
 use crate::wire::router::Binding;
 use crate::wire::router::IndexOp;
 use crate::wire::{RpcError, Value};

@@ -15,7 +15,7 @@ use super::env::config;
 use super::kv::{in_transaction, ObjectStorage};
 use super::serve::{args_or_refusal, go_async, now_ms, result_reply, serve_sync};
 use crate::config::Config;
-use crate::facade::Target;
+use crate::protocol::calls::Target;
 use crate::queue::driver::REVOKE_METHOD;
 use crate::run::cleanup::driver::{self, CleanupHost};
 use crate::run::cleanup::CleanupArgs;
@@ -80,7 +80,7 @@ impl CleanupHost for Host<'_> {
 
 /// Call off the lifecycle leases a committed transaction contradicted (see
 /// [`crate::run::lease`]). A failed call is logged: that holder's lease then runs out by
-/// itself, within [`crate::run::lease::LEASE_MS`].
+/// itself, within [`crate::protocol::leases::LEASE_MS`].
 async fn revoke(env: &Env, revocations: &[Revocation]) {
     let calls = revocations.iter().map(|r| async move {
         let args = vec![Value::str(r.run_id.as_str())];

@@ -35,12 +35,11 @@ use crate::catalog::records::text;
 use crate::config::Config;
 use crate::facade::{refused_put, UPSERT_KEY};
 use crate::hook_shard::driver::{self as hook_driver, GetStep, ShardHost, MISSING_RUNS_BINDING};
-use crate::hook_shard::Family;
+use crate::protocol::hooks::Family;
 use crate::protocol::hop::{Args, Ctx};
 use crate::protocol::leases::{
-    run_is_expired, HolderName, LifecycleCache, LifecycleHost, HELD_METHOD, LEASE_METHOD, LIFECYCLE_METHOD, REVOKE_METHOD,
+    run_is_expired, HolderName, LifecycleCache, LifecycleHost, CATALOG_KIND, HELD_METHOD, LEASE_METHOD, LIFECYCLE_METHOD, REVOKE_METHOD,
 };
-use crate::run::lease::CATALOG_KIND;
 use crate::store::alarm::Alarm;
 use crate::store::Store;
 use crate::wire::router::Binding;

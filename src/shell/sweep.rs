@@ -5,6 +5,7 @@ use wasm_bindgen::prelude::*;
 use worker::Env;
 
 use super::call::call_env;
+use crate::protocol::calls::RUN_CATALOG_ENV_BINDING;
 use crate::sweep::{self, SweepHost};
 use crate::wire::{RpcError, Value};
 
@@ -18,7 +19,7 @@ fn missing(name: &'static str) -> impl FnOnce() -> RpcError {
 
 impl SweepHost for Host {
     async fn list_catalog(&self, shard: &str, options: Value) -> Result<Value, RpcError> {
-        call_env(&self.env, crate::catalog::ENV_BINDING, missing(crate::catalog::ENV_BINDING), shard, "list", vec![options]).await
+        call_env(&self.env, RUN_CATALOG_ENV_BINDING, missing(RUN_CATALOG_ENV_BINDING), shard, "list", vec![options]).await
     }
 
     async fn enforce(&self, run_id: &str, request: Value) -> Result<Value, RpcError> {
@@ -28,7 +29,7 @@ impl SweepHost for Host {
 
     async fn delete_stale(&self, shard: &str, run_id: &str, name: &str, value: &str) -> Result<Value, RpcError> {
         let args = vec![Value::str(run_id), Value::str(name), Value::str(value)];
-        call_env(&self.env, crate::catalog::ENV_BINDING, missing(crate::catalog::ENV_BINDING), shard, "deleteStaleGlobalRun", args).await
+        call_env(&self.env, RUN_CATALOG_ENV_BINDING, missing(RUN_CATALOG_ENV_BINDING), shard, "deleteStaleGlobalRun", args).await
     }
 }
 

@@ -17,7 +17,7 @@ use super::index_phase;
 use super::phases::{self, Expect, Page, QUEUE_REFERENCES_PER_PAGE, STREAMS_PER_PAGE, STREAM_BYTES_PER_PAGE, STREAM_CHUNKS_PER_PAGE};
 use super::record::{CleanupArgs, Phase};
 use super::terminal::{self, TerminalPage};
-use crate::facade::Target;
+use crate::protocol::calls::{ShardCall, Target};
 use crate::run::keys;
 use crate::store::alarm::Alarm;
 use crate::store::Store;
@@ -44,7 +44,7 @@ fn done(answer: &Value) -> bool {
     !matches!(answer.get("done"), Some(Value::Bool(false)))
 }
 
-async fn all_index_calls<H: CleanupHost>(host: &H, calls: &[crate::facade::hooks::ShardCall]) -> Result<(), RpcError> {
+async fn all_index_calls<H: CleanupHost>(host: &H, calls: &[ShardCall]) -> Result<(), RpcError> {
     let results = join_all(calls.iter().map(|c| host.call_index(&c.target, c.method, c.args.clone()))).await;
     results.into_iter().collect::<Result<Vec<_>, _>>()?;
     Ok(())

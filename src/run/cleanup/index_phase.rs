@@ -3,12 +3,12 @@
 //! expiredAt}` (`phases.rs`) expires the run wherever its index entries can be — its
 //! catalog shard (fence, run and correlation keys), the hook shards (owner-checked
 //! releases of every hook marker) and the archive IndexDO (entries written before the
-//! upgrade): the calls of [`crate::facade::expiry`], all concurrent here (the request is
+//! upgrade): the calls of [`crate::protocol::expiry`], all concurrent here (the request is
 //! built by the run DO, so no validation has to come first). Each call is idempotent, so a
 //! retried phase repeats them safely.
 
-use crate::facade::expiry::{archive_call, shard_calls};
-use crate::facade::hooks::ShardCall;
+use crate::protocol::calls::ShardCall;
+use crate::protocol::expiry::{archive_call, shard_calls};
 use crate::wire::Value;
 
 /// The calls for one `index` phase request.

@@ -16,10 +16,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::phases::{backoff, Page};
-use crate::facade::hooks::ShardCall;
-use crate::facade::Target;
-use crate::hook_shard::records::{release_entry_value, Owner};
-use crate::hook_shard::Family;
+use crate::protocol::calls::{ShardCall, Target};
+use crate::protocol::hooks::{release_entry_value, Family, Owner};
 use crate::run::keys;
 use crate::run::records::Record;
 use crate::store::alarm::Alarm;

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use super::driver::{cleanup_now, enforce_retention, run_page, CleanupHost};
 use super::CleanupArgs;
 use crate::config::Config;
-use crate::facade::Target;
-use crate::hook_shard::Family;
+use crate::protocol::calls::Target;
+use crate::protocol::hooks::Family;
 use crate::protocol::hop::{Args, Ctx};
 use crate::store::alarm::{Alarm, AlarmChange};
 use crate::store::{MemoryStore, Store};
@@ -1022,13 +1022,13 @@ fn queue_progress_never_regresses() {
 // ---- lifecycle leases (`crate::run::lease`) ----
 
 fn lease(w: &World, holder: &str) -> Value {
-    w.run_call(crate::run::lease::METHOD, vec![Value::str(holder)]).unwrap()
+    w.run_call(crate::protocol::leases::LEASE_METHOD, vec![Value::str(holder)]).unwrap()
 }
 
 /// The queue shards' revocations owed so far (the catalog shard's: [`catalog_revocations`]).
 fn revoked(w: &World) -> Vec<(String, String)> {
     let all: Vec<_> = w.revoked.borrow_mut().drain(..).collect();
-    all.into_iter().filter(|r| r.kind == crate::run::lease::HolderKind::Queue).map(|r| (r.holder, r.run_id)).collect()
+    all.into_iter().filter(|r| r.kind == crate::protocol::leases::HolderKind::Queue).map(|r| (r.holder, r.run_id)).collect()
 }
 
 fn lease_keys(w: &World) -> Vec<String> {
@@ -1042,7 +1042,7 @@ fn cleanup_now_revokes_the_leases_it_breaks() {
     let granted = lease(&w, "q:0");
     assert_eq!(granted.get("status"), Some(&Value::str("terminal")));
     let until = num(&granted, "leaseUntil");
-    assert_eq!(until, (w.now.get() + crate::run::lease::LEASE_MS) as f64, "an hour's retention: a full lease");
+    assert_eq!(until, (w.now.get() + crate::protocol::leases::LEASE_MS) as f64, "an hour's retention: a full lease");
     lease(&w, "q:1");
     assert!(revoked(&w).is_empty());
     w.run_call("cleanupNow", vec![v(r#"{"retentionMs":3600000,"queueShards":2}"#)]).unwrap();
@@ -1115,7 +1115,7 @@ fn lease_grants_are_bounded_and_checked() {
     assert_eq!(missing.get("leaseUntil"), Some(&Value::Null));
     assert!(w.run_keys().is_empty());
     for bad in [Value::str(""), Value::num(1.0), Value::str("x".repeat(513))] {
-        assert!(w.run_call(crate::run::lease::METHOD, vec![bad]).is_err());
+        assert!(w.run_call(crate::protocol::leases::LEASE_METHOD, vec![bad]).is_err());
     }
     w.apply(CREATED, 0);
     for i in 0..crate::run::lease::MAX_LEASES {
@@ -1127,39 +1127,42 @@ fn lease_grants_are_bounded_and_checked() {
     // A renewal by a known holder still works, and extends the stored lease.
     w.tick(30_000);
     let renewed = num(&lease(&w, "q:0"), "leaseUntil");
-    assert_eq!(renewed, (w.now.get() + crate::run::lease::LEASE_MS) as f64);
+    assert_eq!(renewed, (w.now.get() + crate::protocol::leases::LEASE_MS) as f64);
 }
 
 fn catalog_lease(w: &World, holder: &str) -> Value {
-    w.run_call(crate::run::lease::METHOD, vec![Value::str(holder), Value::str(crate::run::lease::CATALOG_KIND)]).unwrap()
+    w.run_call(crate::protocol::leases::LEASE_METHOD, vec![Value::str(holder), Value::str(crate::protocol::leases::CATALOG_KIND)]).unwrap()
 }
 
 fn catalog_revocations(w: &World) -> Vec<crate::run::lease::Revocation> {
     let all: Vec<_> = w.revoked.borrow_mut().drain(..).collect();
-    all.into_iter().filter(|r| r.kind == crate::run::lease::HolderKind::Catalog).collect()
+    all.into_iter().filter(|r| r.kind == crate::protocol::leases::HolderKind::Catalog).collect()
 }
 
 #[test]
 fn the_run_catalog_shard_gets_an_unrecorded_lease() {
-    use crate::run::lease::{HolderKind, Revocation};
+    use crate::protocol::leases::HolderKind;
+    use crate::run::lease::Revocation;
     let home = crate::protocol::shard::run_catalog(RUN);
     let w = World::new();
     assert_eq!(catalog_lease(&w, &home).get("leaseUntil"), Some(&Value::Null), "a missing run: no lease");
     w.apply(CREATED, 3_600_000);
     let granted = catalog_lease(&w, &home);
     assert_eq!(granted.get("status"), Some(&Value::str("active")));
-    assert_eq!(num(&granted, "leaseUntil"), (w.now.get() + crate::run::lease::CATALOG_LEASE_MS) as f64);
+    assert_eq!(num(&granted, "leaseUntil"), (w.now.get() + crate::protocol::leases::CATALOG_LEASE_MS) as f64);
     assert!(w.run_keys().iter().all(|k| !k.contains(&home)), "nothing recorded");
     // Another shard is not the run's: no lease for it.
     let other = if home.ends_with("00") { "run-catalog:v1:01" } else { "run-catalog:v1:00" };
     let refused = catalog_lease(&w, other);
     assert_eq!((refused.get("status"), refused.get("leaseUntil")), (Some(&Value::str("active")), Some(&Value::Null)));
     for bad in [Value::str("queue"), Value::num(1.0), Value::Bool(true)] {
-        let err = w.run_call(crate::run::lease::METHOD, vec![Value::str(&home), bad]).unwrap_err();
+        let err = w.run_call(crate::protocol::leases::LEASE_METHOD, vec![Value::str(&home), bad]).unwrap_err();
         assert!(err.message.contains("kind"), "{}", err.message);
     }
     // An explicit null kind is a queue shard's grant, recorded as before.
-    assert!(num(&w.run_call(crate::run::lease::METHOD, vec![Value::str("q:9"), Value::Null]).unwrap(), "leaseUntil").is_finite());
+    assert!(
+        num(&w.run_call(crate::protocol::leases::LEASE_METHOD, vec![Value::str("q:9"), Value::Null]).unwrap(), "leaseUntil").is_finite()
+    );
     assert_eq!(lease_keys(&w), vec!["lifecycle-lease:q:9".to_string()]);
     // An hour's retention outlasts any lease: completing revokes nothing.
     w.apply(COMPLETED, 3_600_000);
@@ -1203,7 +1206,7 @@ fn the_catalog_shard_is_revoked_only_when_the_expiry_moves_within_a_lease() {
     catalog_lease(&w, &home);
     w.apply(COMPLETED, 120_000);
     let all: Vec<_> = w.revoked.borrow_mut().drain(..).collect();
-    assert_eq!(all.iter().map(|r| r.kind).collect::<Vec<_>>(), vec![crate::run::lease::HolderKind::Catalog]);
+    assert_eq!(all.iter().map(|r| r.kind).collect::<Vec<_>>(), vec![crate::protocol::leases::HolderKind::Catalog]);
     // An hour's: neither.
     let w = World::new();
     w.apply(CREATED, 3_600_000);
