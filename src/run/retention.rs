@@ -2,7 +2,7 @@
 //! `retention.md` §2): the markers that let a later cleanup find the run's IndexDO
 //! entries, and automatic scheduling when a run becomes terminal.
 
-use super::apply::Success;
+use super::apply::outcome::Success;
 use super::keys;
 use super::records::{cleanup_record, is_terminal_run_status, Reason, Record};
 use super::validate::{parse_object, schemas};

@@ -2,7 +2,8 @@
 //! `hook_created` with the token holder from IndexDO, `hook_disposed`, and the
 //! event-only path (`hook_received`, client-sent `hook_conflict`, unknown types).
 
-use super::{fail, Apply, Code, Outcome, Success};
+use super::outcome::{fail, Code, Outcome, Success};
+use super::Apply;
 use crate::run::keys;
 use crate::run::records::Record;
 use crate::run::validate::{compact, parse_object, schemas};

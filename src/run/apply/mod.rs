@@ -6,6 +6,7 @@
 
 mod attr;
 mod hook;
+pub mod outcome;
 mod run;
 mod step;
 mod wait;
@@ -20,68 +21,7 @@ use crate::store::alarm::Alarm;
 use crate::store::Store;
 use crate::wire::js::{to_js_string, truthy, type_of};
 use crate::wire::{Map, RpcError, Value};
-
-/// Failure codes of `applyEvent`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Code {
-    RunNotFound,
-    StepNotFound,
-    HookNotFound,
-    WaitNotFound,
-    EntityConflict,
-    RunExpired,
-    TooEarly,
-    RunNotSupported,
-    /// 0.4: the `hookClaimId` of a `hook_created` was fenced by `resolveHookTokenClaim`.
-    HookClaimCancelled,
-}
-
-impl Code {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Code::RunNotFound => "RUN_NOT_FOUND",
-            Code::StepNotFound => "STEP_NOT_FOUND",
-            Code::HookNotFound => "HOOK_NOT_FOUND",
-            Code::WaitNotFound => "WAIT_NOT_FOUND",
-            Code::EntityConflict => "ENTITY_CONFLICT",
-            Code::RunExpired => "RUN_EXPIRED",
-            Code::TooEarly => "TOO_EARLY",
-            Code::RunNotSupported => "RUN_NOT_SUPPORTED",
-            Code::HookClaimCancelled => "HOOK_CLAIM_CANCELLED",
-        }
-    }
-}
-
-/// A failure outcome (HTTP 200, nothing written).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Failure {
-    pub code: Code,
-    pub message: String,
-    pub retry_after_seconds: Option<f64>,
-    pub run_spec_version: Option<Value>,
-}
-
-pub fn fail(code: Code, message: String) -> Failure {
-    Failure { code, message, retry_after_seconds: None, run_spec_version: None }
-}
-
-/// A success outcome.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Success {
-    pub event: Option<Record>,
-    pub run: Option<Record>,
-    pub step: Option<Record>,
-    pub hook: Option<Record>,
-    pub wait: Option<Record>,
-    pub step_created: bool,
-    pub released_hooks: Vec<(Value, Value)>,
-    pub run_created: Option<(Value, i64)>,
-    pub hook_to_index: Option<Record>,
-    pub page: Option<Page>,
-    pub max_events: Option<f64>,
-}
-
-pub type Outcome = Result<Success, Failure>;
+use outcome::{fail, Code, Failure, Outcome, Success};
 
 /// The call's request and shared state.
 pub struct Apply<'a> {

@@ -1,7 +1,8 @@
 //! Run events (spec `run-do.md` §6.3 step 3, §6.4): resilient start, `run_created`,
 //! `run_started`, and the terminal transitions that release hooks and waits.
 
-use super::{fail, Apply, Code, Outcome, Success};
+use super::outcome::{fail, Code, Outcome, Success};
+use super::Apply;
 use crate::run::keys;
 use crate::run::records::{structured_error, Record};
 use crate::run::validate::attributes::{allow_reserved, changes_from_record, validate_changes, Change};

@@ -1,7 +1,8 @@
 //! Step events (spec `run-do.md` §6.3 step 6, §6.5): the step guards, `step_created`,
 //! `step_started` (with the lazy start), `step_completed`, `step_failed`, `step_retrying`.
 
-use super::{fail, is_child_entity_creation, Apply, Code, Failure, Outcome, Success};
+use super::outcome::{fail, Code, Failure, Outcome, Success};
+use super::{is_child_entity_creation, Apply};
 use crate::run::keys;
 use crate::run::records::{is_terminal_run_status, is_terminal_step_status, structured_error, Record};
 use crate::run::validate::{compact, parse_object, schemas};

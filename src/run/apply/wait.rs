@@ -1,6 +1,7 @@
 //! Wait events (spec `run-do.md` §6.7).
 
-use super::{fail, Apply, Code, Outcome, Success};
+use super::outcome::{fail, Code, Outcome, Success};
+use super::Apply;
 use crate::run::keys;
 use crate::run::records::Record;
 use crate::run::validate::{parse_object, schemas};

@@ -7,8 +7,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::record::Phase;
-use super::terminal::{self, TerminalPage};
+use super::record::{backoff, Phase};
+use super::terminal::{self, TerminalPage, TerminalPlan};
 use crate::run::keys;
 use crate::run::records::{generation, tombstone_for, Record};
 use crate::store::alarm::Alarm;
@@ -33,8 +33,6 @@ pub const QUEUE_REFERENCES_PER_PAGE: f64 = 64.0;
 /// Queue shards the queues phase visits at most. The client uses a handful; the bound keeps
 /// a corrupt or hostile `queueShards` from turning one phase into millions of pages.
 pub const MAX_QUEUE_SHARDS: u32 = 1024;
-/// Retry delay cap after a failed page.
-pub const MAX_RETRY_DELAY_MS: i64 = 3_600_000;
 
 /// The (`phase`, `generation`) a page was planned for: its writes apply only if the record
 /// still has both.
@@ -132,8 +130,10 @@ pub fn plan_page(store: &mut dyn Store, now: i64, alarm: &mut Alarm) -> Result<P
     if let Some(record) = record.as_ref().filter(|r| due(r, now)) {
         return plan_retention(store, now, alarm, record.clone());
     }
-    if let Some(page) = terminal::plan(store, now, alarm)? {
-        return Ok(page);
+    match terminal::plan(store, now, alarm)? {
+        Some(TerminalPlan::Done) => return Ok(Page::Stop),
+        Some(TerminalPlan::Page(page)) => return Ok(Page::Terminal(page)),
+        None => {}
     }
     match record {
         Some(r) if Phase::of(&r) != Some(Phase::Tombstoned) => match r.date("dueAt") {
@@ -360,10 +360,4 @@ pub fn record_failure(store: &mut dyn Store, now: i64, expect: &Expect, message:
     save_next(store, record)?;
     alarm.set(now.saturating_add(backoff(attempts)));
     Ok(())
-}
-
-/// `min(1 h, 1000 · 2^min(attempts − 1, 12))`.
-pub fn backoff(attempts: f64) -> i64 {
-    let exponent = (attempts - 1.0).clamp(0.0, 12.0) as u32;
-    (1000i64 << exponent).min(MAX_RETRY_DELAY_MS)
 }

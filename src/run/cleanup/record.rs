@@ -1,8 +1,18 @@
-//! The cleanup record's phase and the admin methods' argument.
+//! The cleanup record's phase, the retry backoff after a failed page (retention and
+//! terminal cleanup alike) and the admin methods' argument.
 
 use crate::protocol::hop::Args;
 use crate::run::records::Record;
 use crate::wire::{RpcError, Value};
+
+/// Retry delay cap after a failed page.
+pub const MAX_RETRY_DELAY_MS: i64 = 3_600_000;
+
+/// `min(1 h, 1000 · 2^min(attempts − 1, 12))`.
+pub fn backoff(attempts: f64) -> i64 {
+    let exponent = (attempts - 1.0).clamp(0.0, 12.0) as u32;
+    (1000i64 << exponent).min(MAX_RETRY_DELAY_MS)
+}
 
 /// `retained` → `index` → `streams` → `queues` → `payload` → `tombstoned`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

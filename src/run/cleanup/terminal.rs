@@ -15,7 +15,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::phases::{backoff, Page};
+use super::record::backoff;
 use crate::protocol::calls::{ShardCall, Target};
 use crate::protocol::hooks::{release_entry_value, Family, Owner};
 use crate::run::keys;
@@ -75,6 +75,15 @@ pub struct TerminalPage {
     pub keys: Vec<String>,
     /// Whether this page ends its phase.
     pub last: bool,
+}
+
+/// What [`plan`] did with an existing record.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TerminalPlan {
+    /// Nothing (more) to call now: the page, if any, was done in the plan's transaction.
+    Done,
+    /// A page that calls the hook shards.
+    Page(TerminalPage),
 }
 
 /// Create the record if absent (applyEvent, terminal outcome) and arm the alarm at now + 1.
@@ -154,7 +163,7 @@ fn pair(v: &Value) -> (String, String) {
 /// after the terminal transition's inline delete the `hooks` phase almost always finds
 /// nothing. Only the number of alarms differs from the reference's one page per alarm;
 /// what each page does, and in what order, does not.
-pub fn plan(store: &mut dyn Store, now: i64, alarm: &mut Alarm) -> Result<Option<Page>, RpcError> {
+pub fn plan(store: &mut dyn Store, now: i64, alarm: &mut Alarm) -> Result<Option<TerminalPlan>, RpcError> {
     let Some(mut record) = load(store)? else { return Ok(None) };
     let mut moved = false;
     loop {
@@ -163,7 +172,7 @@ pub fn plan(store: &mut dyn Store, now: i64, alarm: &mut Alarm) -> Result<Option
             TerminalPhase::Markers => keys::RETENTION_HOOK_PREFIX,
             TerminalPhase::Waits => {
                 waits(store, now, alarm, record)?;
-                return Ok(Some(Page::Stop));
+                return Ok(Some(TerminalPlan::Done));
             }
         };
         let listed = store.list(&ListOptions::prefix(prefix).limit(HOOK_PAGE + 1))?;
@@ -197,7 +206,13 @@ pub fn plan(store: &mut dyn Store, now: i64, alarm: &mut Alarm) -> Result<Option
             doomed.push(key);
         }
         let calls = release_calls(&record.run_id, &hooks);
-        return Ok(Some(Page::Terminal(TerminalPage { phase: record.phase, generation: record.generation, calls, keys: doomed, last })));
+        return Ok(Some(TerminalPlan::Page(TerminalPage {
+            phase: record.phase,
+            generation: record.generation,
+            calls,
+            keys: doomed,
+            last,
+        })));
     }
 }
 
