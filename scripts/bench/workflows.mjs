@@ -5,7 +5,7 @@
 //
 //   npm run bench -- workflows [--client 0.3|0.4|both] [--runs N] [--rounds R]
 //        [--only noSteps,seq10,…] [--profile beta42|beta55] [--no-counts] [--json out.json]
-//   npm run bench -- workflows --trace seq10 [--client 0.3|0.4|both] [--json out.json]
+//   npm run bench -- workflows --trace seq10 [--client 0.3|0.4|both] [--runs N] [--json out.json]
 //
 //   --runs N      runs of each workload on each server per round (default 3)
 //   --rounds R    rounds; each round runs every workload on both servers, the order of
@@ -13,9 +13,10 @@
 //                 (default 3)
 //   --no-counts   skip the counting pass (instrumented copies of both workers, one run of
 //                 each workload: object calls, storage rows, alarms)
-//   --trace W     one run of workload W on each server, its requests in order with their
-//                 wall times and gaps, and where the run's time went (fixed per-run cost,
-//                 per-step cost)
+//   --trace W     traced runs of workload W on each server (--runs of them, default 5,
+//                 alternating): the requests of the run of median time in order with their
+//                 wall times and gaps, and where the runs' time went (medians: the fixed
+//                 per-run cost, a steady step's requests and the runtime's own time)
 //
 // Every run's result is checked; a wrong or failed workflow stops the bench with an error.
 
@@ -32,7 +33,7 @@ import { CLIENTS, PROFILES } from "../../tests/conformance/lib/profile.mjs";
 export const DEFAULTS = Object.freeze({ runs: 3, rounds: 3 });
 
 export function parseWorkflowArgs(argv) {
-  const opts = { clients: Object.keys(CLIENTS), ...DEFAULTS, only: null, profile: "beta42", counts: true, json: null, trace: null };
+  const opts = { clients: Object.keys(CLIENTS), ...DEFAULTS, traceRuns: 5, only: null, profile: "beta42", counts: true, json: null, trace: null };
   const value = (i, flag) => {
     if (i + 1 >= argv.length || argv[i + 1].startsWith("--")) throw new Error(`${flag} needs a value`);
     return argv[i + 1];
@@ -49,7 +50,7 @@ export function parseWorkflowArgs(argv) {
       if (c === "both") opts.clients = Object.keys(CLIENTS);
       else if (CLIENTS[c]) opts.clients = [c];
       else throw new Error(`--client: 0.3, 0.4 or both, got ${c}`);
-    } else if (a === "--runs") opts.runs = int(value(i++, a), a);
+    } else if (a === "--runs") opts.runs = opts.traceRuns = int(value(i++, a), a);
     else if (a === "--rounds") opts.rounds = int(value(i++, a), a);
     else if (a === "--only") opts.only = value(i++, a).split(",").filter(Boolean);
     else if (a === "--profile") {
@@ -74,7 +75,7 @@ export async function main(argv) {
     console.error(`workflows: ${err.message}`);
     console.error(
       "usage: npm run bench -- workflows [--client 0.3|0.4|both] [--runs N] [--rounds R] [--only w1,w2] [--profile beta42|beta55] [--no-counts] [--json out.json]\n" +
-        "       npm run bench -- workflows --trace WORKLOAD [--client 0.3|0.4|both] [--profile …] [--json out.json]",
+        "       npm run bench -- workflows --trace WORKLOAD [--client 0.3|0.4|both] [--runs N] [--profile …] [--json out.json]",
     );
     return 2;
   }
@@ -83,7 +84,7 @@ export async function main(argv) {
       const [workload] = selectWorkloads([opts.trace]);
       const traces = [];
       for (const client of opts.clients) {
-        const t = await traceWorkload({ client, profile: opts.profile, workload });
+        const t = await traceWorkload({ client, profile: opts.profile, workload, runs: opts.traceRuns });
         traces.push(t);
         console.log(formatTrace(t));
         console.log();

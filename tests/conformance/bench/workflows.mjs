@@ -435,25 +435,36 @@ export function requestLabel(e) {
 }
 
 /**
- * One traced run of workload `w` on each server (after one warm-up run of it): the run,
- * its record's times and its trace. Returns {client, workload, sides: {ours, reference}}.
+ * `runs` traced runs of `workload` on each server (both alive, alternating ours and the
+ * reference run by run, after warm-up runs of noSteps and of the workload on each).
+ * Returns {client, workload, runs, sides: {ours: [run…], reference: [run…]}, machine};
+ * each run has its trace, its record's times and the server CPU over it.
  */
-export async function traceWorkload({ client = "0.3", profile = "beta42", workload, log = (m) => console.error(m), check = checkRun }) {
+export async function traceWorkload({ client = "0.3", profile = "beta42", workload, runs = 5, log = (m) => console.error(m), check = checkRun }) {
   if (workload.skip?.[client]) throw new Error(`${workload.name} does not run with client ${CLIENTS[client]}: ${workload.skip[client]}`);
   const dir = benchApp(profile);
-  const out = { client, version: CLIENTS[client], runtime: PROFILES[profile].runtime, workload: workload.name, date: new Date().toISOString(), sides: {} };
-  for (const kind of SERVERS) {
-    const side = await startSide({ kind, client, profile, dir, check });
-    try {
-      log(`client ${CLIENTS[client]}, ${kind}: warm-up, then one traced run of ${workload.name}`);
-      await runBatch(side, WORKLOADS[0], 1);
-      await runBatch(side, workload, 1);
-      const b = await runBatch(side, workload, 1, { keepTrace: true });
-      out.sides[kind] = { ...b.runs[0], cpuMs: b.cpuMs };
-    } finally {
-      await side.stop();
+  const m0 = machineStart();
+  const out = { client, version: CLIENTS[client], runtime: PROFILES[profile].runtime, workload: workload.name, runs, date: new Date().toISOString(), sides: { ours: [], reference: [] } };
+  const sides = {};
+  try {
+    for (const kind of SERVERS) sides[kind] = await startSide({ kind, client, profile, dir, check });
+    log(`client ${CLIENTS[client]}: warm-up, then ${runs} traced run(s) of ${workload.name} on each server`);
+    // A fresh workerd spends its first runs compiling (the third noSteps run of ours can
+    // cost 190 ms of CPU against 20 later): warm both up before tracing.
+    for (const kind of SERVERS) {
+      await runBatch(sides[kind], WORKLOADS[0], 3);
+      await runBatch(sides[kind], workload, 2);
     }
+    for (let i = 0; i < runs; i++) {
+      for (const kind of i % 2 === 0 ? SERVERS : [...SERVERS].reverse()) {
+        const b = await runBatch(sides[kind], workload, 1, { keepTrace: true });
+        out.sides[kind].push({ ...b.runs[0], cpuMs: b.cpuMs });
+      }
+    }
+  } finally {
+    for (const s of Object.values(sides)) await s.stop();
   }
+  out.machine = machineEnd(m0);
   return out;
 }
 
@@ -514,6 +525,24 @@ export function analyzeTrace(side) {
     a.endRequests = reqs.filter((e) => e.start >= firstDelivery.start && e.start <= runDone.start).map(requestLabel);
   }
   a.stepEvent = created[0]?.eventType;
+  // The run's phases, each split into time inside requests and time outside them (the
+  // queue's, the runtime's, the app's).
+  const phase = (name, lo, hi) => {
+    if (!(hi >= lo)) return null;
+    const inside = reqs.filter((e) => e.start >= lo && e.start < hi);
+    const reqMs = covered(reqs.map((e) => [e.start, e.end]), lo, hi);
+    return { name, ms: hi - lo, reqMs, otherMs: hi - lo - reqMs, requests: inside.map(requestLabel) };
+  };
+  const lastDone = completedSteps[completedSteps.length - 1];
+  const lastAnswer = Math.max(...trace.map((e) => e.end));
+  a.phases = [
+    firstDelivery && phase("start: first request → first delivery in", t0, firstDelivery.start),
+    firstDelivery && created.length && phase(`delivery in → first ${a.stepEvent}`, firstDelivery.start, created[0].start),
+    created.length && lastDone && phase(`steps: first ${a.stepEvent} → last step_completed answered`, created[0].start, lastDone.end),
+    runDone && lastDone && phase("end: last step_completed answered → run_completed answered", lastDone.end, runDone.end),
+    runDone && !created.length && firstDelivery && phase("delivery in → run_completed answered", firstDelivery.start, runDone.end),
+    runDone && phase("after run_completed (not in the execution time)", runDone.end, lastAnswer),
+  ].filter(Boolean);
   // Steps one after another: step k from its first event to step k+1's.
   const steps = [];
   for (let k = 0; k + 1 < created.length; k++) {
@@ -527,6 +556,7 @@ export function analyzeTrace(side) {
   a.steps = steps;
   // Steady steps: drop the first and last (warming the run's state, and the run's end).
   const steady = steps.length > 4 ? steps.slice(1, -1) : steps;
+  a.steadySteps = steady;
   if (steady.length) {
     const labels = steady[0].requests;
     a.steady = {
@@ -546,18 +576,72 @@ export function analyzeTrace(side) {
   return a;
 }
 
-/** The printed trace: each server's run in order (wall times and gaps), then the summary. */
+/** The medians over runs of analyzeTrace's figures. */
+export function summarizeTraces(runs) {
+  const as = runs.map((r) => analyzeTrace(r));
+  const med = (f) => median(as.map(f).filter((x) => Number.isFinite(x)));
+  const out = {
+    n: as.length,
+    execMs: med((a) => a.execMs),
+    wallMs: med((a) => a.wallMs),
+    requestMsAll: med((a) => a.requestMsAll),
+    requests: med((a) => a.requests),
+    deliveries: med((a) => a.deliveries),
+    cpuMs: median(runs.map((r) => r.cpuMs)),
+    startToDeliveryMs: med((a) => a.startToDeliveryMs),
+    lastStepToDoneMs: med((a) => a.lastStepToDoneMs),
+    deliveryToDoneMs: med((a) => a.deliveryToDoneMs),
+    startRequests: as[0].startRequests,
+    endRequests: as[0].endRequests,
+    stepEvent: as[0].stepEvent,
+    // Each phase as in the run where it took its median time (so that its parts add up).
+    phases: as[0].phases.map((ph, i) => {
+      const xs = as.map((a) => a.phases[i]).filter((x) => x && x.name === ph.name).sort((x, y) => x.ms - y.ms);
+      return xs[Math.floor((xs.length - 1) / 2)];
+    }),
+  };
+  // Steady steps pooled over the runs: means (so that the parts add up), and each
+  // request's median wall time over the steps of the common shape.
+  const steps = as.flatMap((a) => a.steadySteps ?? []);
+  if (steps.length) {
+    const labels = steps[0].requests;
+    const same = steps.filter((st) => st.requests.join() === labels.join());
+    out.steady = {
+      n: steps.length,
+      ms: mean(steps.map((st) => st.ms)),
+      medianMs: median(steps.map((st) => st.ms)),
+      reqMs: mean(steps.map((st) => st.reqMs)),
+      runtimeMs: mean(steps.map((st) => st.runtimeMs)),
+      requests: labels.map((label, i) => ({ label, ms: median(same.map((st) => st.requestWall[i])) })),
+      sameShape: same.length === steps.length,
+    };
+  }
+  return out;
+}
+
+/**
+ * The printed trace: for each server its run of median execution time in order (each
+ * request at its start with its wall time and the gap before it; each delivery's arrival and
+ * answer), then the medians over all traced runs: the fixed per-run cost and a steady step.
+ */
 export function formatTrace(t, { maxLines = 400 } = {}) {
+  const m = t.machine;
   const lines = [
-    `# trace of one ${t.workload} run, client ${t.version}, Workflow runtime ${t.runtime}, ${t.date.slice(0, 16).replace("T", " ")} UTC, load average ${os.loadavg().map(f2).join(" ")}`,
+    `# trace of ${t.workload}: ${t.runs} run(s) on each server, client ${t.version}, Workflow runtime ${t.runtime}, ${t.date.slice(0, 16).replace("T", " ")} UTC`,
+    `# load average ${m.loadavgStart.map(f2).join(" ")} → ${m.loadavgEnd.map(f2).join(" ")}, host steal ${f1(m.stealPct)} %, machine busy ${f0(m.busyPct)} % of ${m.cpus} CPUs`,
   ];
-  const summaries = {};
-  for (const [kind, side] of Object.entries(t.sides)) {
+  const sums = {};
+  for (const [kind, runs] of Object.entries(t.sides)) {
+    const byMs = [...runs].sort((x, y) => x.ms - y.ms);
+    const side = byMs[Math.floor((byMs.length - 1) / 2)];
     const trace = side.trace.filter((e) => e.end > 0).sort((x, y) => x.start - y.start);
     const t0 = trace[0].start;
-    lines.push("", `## ${kind}: run ${side.runId}, execution ${side.ms} ms (completedAt − createdAt), ${side.requests} requests, ${side.deliveries} deliveries, server CPU ${f1(side.cpuMs)} ms`, "");
-    lines.push("     t ms   wall   gap  request");
-    // Lines: each request at its start; each delivery at its arrival and its answer.
+    lines.push(
+      "",
+      `## ${kind}: the run of median execution time, ${side.runId}: ${side.ms} ms (completedAt − createdAt; all runs: ${runs.map((r) => r.ms).join(", ")}), ${side.requests} requests, ${side.deliveries} deliveries, server CPU ${f1(side.cpuMs)} ms`,
+      "",
+      "    t ms   wall   gap  request (gap: since the previous request's answer; ∥ overlaps one in flight)",
+    );
     const points = [];
     for (const e of trace) {
       if (e.kind === "delivery") {
@@ -576,22 +660,27 @@ export function formatTrace(t, { maxLines = 400 } = {}) {
       lines.push(`${f1(p.t - t0).padStart(8)} ${p.wall !== undefined ? f1(p.wall).padStart(6) : "".padStart(6)} ${gap >= 0 ? f1(gap).padStart(5) : "    ∥"}  ${p.text}`);
       last = Math.max(last, p.end);
     }
-    summaries[kind] = analyzeTrace(side);
+    sums[kind] = summarizeTraces(runs);
   }
-  lines.push("", "## summary (ours / reference)", "");
-  const o = summaries.ours;
-  const r = summaries.reference;
+  const o = sums.ours;
+  const r = sums.reference;
+  lines.push("", `## where the time went: medians over ${o.n} / ${r.n} runs (ours / reference)`, "");
   const pair = (f, g = f1) => `${g(o[f])} / ${g(r[f])}`;
-  lines.push(`- execution (completedAt − createdAt): ${pair("execMs", f0)} ms; client-side first request → last answer ${pair("wallMs")} ms; inside requests ${pair("requestMsAll")} ms`);
+  lines.push(`- execution (completedAt − createdAt) ${pair("execMs", f0)} ms; client side, first request → last answer ${pair("wallMs")} ms, of it inside requests ${pair("requestMsAll")} ms; server CPU ${pair("cpuMs")} ms`);
   lines.push(`- requests ${pair("requests", f0)}, deliveries ${pair("deliveries", f0)}`);
-  lines.push(`- start: first request → first delivery ${pair("startToDeliveryMs")} ms (requests before it: ours ${o.startRequests.join(", ")}; reference ${r.startRequests.join(", ")})`);
-  if (o.lastStepToDoneMs !== undefined) lines.push(`- end: last step_completed answered → run_completed answered ${pair("lastStepToDoneMs")} ms (${o.endRequests.join(", ")})`);
-  else if (o.deliveryToDoneMs !== undefined) lines.push(`- first delivery in → run_completed answered ${pair("deliveryToDoneMs")} ms (${o.endRequests.join(", ")})`);
-  for (const [kind, s] of [["ours", o], ["reference", r]]) {
-    if (!s.steady) continue;
-    const st = s.steady;
+  lines.push("- phases, ms (inside requests + outside them: the queue's, the runtime's, the app's):");
+  for (const [i, ph] of o.phases.entries()) {
+    const q = r.phases[i];
+    if (!q || q.name !== ph.name) continue;
+    const cell = (x) => `${f1(x.ms)} (${f1(x.reqMs)} + ${f1(x.otherMs)})`;
+    const reqs = ph.requests.join(", ") === q.requests.join(", ") ? ph.requests.join(", ") : `ours ${ph.requests.join(", ")}; reference ${q.requests.join(", ")}`;
+    lines.push(`    ${ph.name}: ${cell(ph)} / ${cell(q)}${ph.requests.length > 12 ? "" : ` — ${reqs || "no requests"}`}`);
+  }
+  for (const [kind, x] of [["ours", o], ["reference", r]]) {
+    if (!x.steady) continue;
+    const st = x.steady;
     lines.push(
-      `- ${kind}: a steady step (${s.stepEvent} → next ${s.stepEvent}; mean of the ${st.n} steps between the first and the last) ${f1(st.ms)} ms (median ${f1(st.medianMs)}) = ${f1(st.reqMs)} inside its ${st.requests.length} requests + ${f1(st.runtimeMs)} the runtime's own time${st.sameShape ? "" : " (steps differ in shape)"}; each request's median wall ms:`,
+      `- ${kind}: a steady step (${x.stepEvent} → next ${x.stepEvent}; mean of ${st.n}: each run's steps but its first and last) ${f1(st.ms)} ms (median ${f1(st.medianMs)}) = ${f1(st.reqMs)} inside its ${st.requests.length} requests + ${f1(st.runtimeMs)} the runtime's own time${st.sameShape ? "" : " (steps differ in shape)"}; each request's median wall ms:`,
       `    ${st.requests.map((q) => `${q.label} ${f1(q.ms)}`).join(" → ")}`,
     );
   }
