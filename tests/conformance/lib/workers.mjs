@@ -139,9 +139,12 @@ function clockTicks() {
  * reference worker; ours serves both). Options: vars (merged over DEFAULT_VARS), persistDir,
  * port (0 = a free one), verbose, wrapEntry (a function of the worker's entry module path
  * returning the path of a module to serve instead, in a directory holding everything it
- * imports: e.g. the bench's instrumented copy, bench/instrument.mjs).
+ * imports: e.g. the bench's instrumented copy, bench/instrument.mjs), profile (whose
+ * installed client the reference worker is bundled from, default beta42: the reference
+ * accepts the spec versions of the @workflow/world it is bundled with, so a runtime that
+ * writes spec version 7 needs beta55's).
  */
-export async function startServer({ server = "ours", client = "0.3", vars = {}, persistDir, port = 0, verbose, wrapEntry } = {}) {
+export async function startServer({ server = "ours", client = "0.3", vars = {}, persistDir, port = 0, verbose, wrapEntry, profile = "beta42" } = {}) {
   const before = new Set(workerdPids());
   const bindings = { ...DEFAULT_VARS, ...vars };
   let options;
@@ -161,7 +164,7 @@ export async function startServer({ server = "ours", client = "0.3", vars = {}, 
       durableObjects,
     };
   } else if (server === "reference") {
-    const bundle = await referenceBundle(client);
+    const bundle = await referenceBundle(client, profile);
     const scriptPath = wrapEntry ? await wrapEntry(bundle, { server, client }) : bundle;
     const durableObjects = {};
     for (const [name, className] of Object.entries(REFERENCE_BINDINGS[client])) durableObjects[name] = { className, useSQLite: true };
