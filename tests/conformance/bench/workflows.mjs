@@ -190,7 +190,7 @@ export async function runBatch(side, w, n, { keepTrace = false } = {}) {
 
 /** Starts a server of `kind` and an app on it; `instrument` serves an instrumented copy. */
 async function startSide({ kind, client, profile, dir, instrument = false, check = checkRun }) {
-  const server = await startServer({ server: kind, client, ...(instrument ? { wrapEntry: instrumentedEntry(profile) } : {}) });
+  const server = await startServer({ server: kind, client, profile, ...(instrument ? { wrapEntry: instrumentedEntry(profile) } : {}) });
   let app;
   try {
     app = await startApp({ profile, dir, client, server });
