@@ -19,7 +19,7 @@
 // Wrapping costs CPU (a Proxy per storage and stub call), so the bench never times these
 // copies.
 
-import { copyFileSync, mkdirSync, readdirSync, statSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { profileDir } from "../lib/workers.mjs";
 
@@ -210,7 +210,6 @@ function classExports(source) {
  */
 export function instrumentedEntry(profile = "beta42") {
   return async (entryPath, { server, client }) => {
-    const { readFileSync } = await import("node:fs");
     const dir = join(profileDir(profile), ".instrumented", `${server}-${client}`);
     mkdirSync(dir, { recursive: true });
     const src = dirname(entryPath);
