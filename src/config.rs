@@ -1,5 +1,7 @@
 //! Deploy-time variables (spec README "Worker configuration"), parsed once per call from
 //! whatever the shell's environment lookup returns.
+//!
+//! Knows no core and nothing of the platform: the shell hands it the environment's strings.
 
 /// Everything the four DOs and the router read from the environment.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,4 +1,6 @@
 //! Helpers shared by the native tests.
+//!
+//! Imports nothing of ours, so any layer's tests may use it.
 
 use std::future::Future;
 use std::pin::pin;

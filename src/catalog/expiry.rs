@@ -1,6 +1,8 @@
 //! Run expiry on a catalog shard (`catalog-hooks.md` §2): `expireRun` fences a run and
 //! removes its keys, `deleteStaleGlobalRun` is the sweep's compare-and-delete, and the
 //! [`alarm`] compacts fences whose grace period has passed.
+//!
+//! Knows no caller.
 
 use crate::protocol::hop::{Args, Ctx};
 use crate::protocol::lifecycle::{arm_at_most, compact_due, CATALOG_FENCE_GRACE_MS};

@@ -1,5 +1,7 @@
 //! RunCatalogDO key formats (`catalog-hooks.md` §2). The two run keys are byte-identical
 //! to the 0.3.0 IndexDO run keys, so the same names list the same way in both.
+//!
+//! Formats only: no storage access.
 
 use crate::protocol::lifecycle::pad13;
 use crate::wire::uri::encode_uri_component;

@@ -18,6 +18,8 @@
 //! `expireRun` deletes the key when it comes. The answer in that window may be
 //! `{stored:true}` where asking would have refused: the same race the reference's own
 //! check-then-upsert has.
+//!
+//! Asks nothing itself: the shell asks the run DO between the plan and the upsert.
 
 use crate::protocol::leases::LifecycleCache;
 

@@ -1,4 +1,6 @@
 //! `list(options)` (`catalog-hooks.md` §2): one shard's ordered page of `{name, value}`.
+//!
+//! Knows no caller: the fan-out over the 16 shards is the facade's and the coordinator's.
 
 use crate::protocol::hop::Args;
 use crate::store::{ListOptions, Store};

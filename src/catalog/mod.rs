@@ -28,6 +28,9 @@
 //! Metadata values must be strings (the reference stores any structured value, but every
 //! caller sends JSON text) and are returned as stored; a `null` list cursor or end is
 //! treated as absent.
+//!
+//! Knows no other core and imports none of its callers (the coordinator, the facade, the
+//! run's cleanup, the sweep); the run DO is asked only by the shell ([`lease`]).
 
 pub mod expiry;
 pub mod keys;

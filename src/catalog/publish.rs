@@ -1,5 +1,7 @@
 //! `upsertRun` (`catalog-hooks.md` §2): publish a run's two listing keys under a
 //! publication lease.
+//!
+//! Knows no caller.
 
 use crate::protocol::hop::{Args, Ctx};
 use crate::protocol::lifecycle::MAX_RUN_INDEX_PUBLICATION_LIFETIME_MS;

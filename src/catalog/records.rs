@@ -2,6 +2,8 @@
 //!
 //! Run keys hold the client's metadata text as is. The fence and its compaction entry are
 //! JSON records.
+//!
+//! Knows no method's rules.
 
 use serde::{Deserialize, Serialize};
 

@@ -11,6 +11,9 @@
 //! `'hooks'`, `'tokenClaimId'`), `reservation?.…` on `hooks.finalize`, `options?.…` on
 //! `runs.list`. Claim ids are random v4 UUIDs chosen by the shell ([`uuid_v4`]), one per
 //! `hooks.reserve`, shared by the token and the hook-id claim.
+//!
+//! Knows the shards only by their methods and answers ([`crate::protocol::calls`]), and
+//! nothing of the platform.
 
 #![allow(async_fn_in_trait)]
 

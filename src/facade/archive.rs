@@ -13,6 +13,8 @@
 //!   stops resolving.
 //!
 //! Everything here is pure; [`super::driver`] makes the calls.
+//!
+//! Knows no storage: the archive's entries arrive as answers.
 
 use super::hooks::LegacyHook;
 use crate::protocol::calls::Target;

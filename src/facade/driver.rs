@@ -2,6 +2,8 @@
 //! shards, archive and run DO that a 0.3 `index` call becomes, concurrent where the calls
 //! are independent. Generic over [`FacadeHost`], so the wasm router drives it against
 //! real Durable Objects and the native tests against the real cores.
+//!
+//! Knows the objects only through [`FacadeHost`].
 
 #![allow(async_fn_in_trait)] // hosts are single-threaded (wasm, tests): no Send bound wanted
 

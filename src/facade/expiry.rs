@@ -4,11 +4,13 @@
 //! The archive IndexDO answers `expireRun(request)` first, unchanged: it validates the
 //! request exactly as 0.3 did (its errors are the answer), fences the run there and
 //! deletes the run's pre-upgrade entries. Then, concurrently, the shards' share
-//! ([`shard_calls`], shared with the run DO's retention `index` phase): the catalog shard's
+//! ([`crate::protocol::expiry::shard_calls`], shared with the run DO's retention `index` phase): the catalog shard's
 //! `expireKeys` and the hook shards' `legacyReleaseBatch` calls.
 //!
 //! `deleted` is the sum of the three counts ([`answer`]): an entry lives in exactly one of
 //! them.
+//!
+//! Makes no call.
 
 use crate::protocol::calls::{ShardCall, Target};
 use crate::wire::{RpcError, Value};

@@ -5,6 +5,8 @@
 //!
 //! Every function here is pure: it says which shard calls to make and what to answer from
 //! their results. The shard methods are those of [`crate::hook_shard`].
+//!
+//! Knows no shard's storage.
 
 use crate::protocol::calls::{ShardCall, Target};
 use crate::protocol::hooks::{release_entry_value, Family, Owner, LEGACY_PUBLISH};

@@ -13,6 +13,8 @@
 //! 1001), so a larger limit is served 1000 at a time — the page then reports
 //! `list_complete: false` with a cursor, and paging continues gap-free. The 0.3 client
 //! never asks for more than 1000.
+//!
+//! Makes no call and knows no shard's storage.
 
 use crate::protocol::shard;
 use crate::store::js_args::to_storage_int;

@@ -20,6 +20,8 @@
 //! entries (each 3–4 Durable Object calls) and saves the state after every page, so an
 //! interrupted step resumes where the last saved page ended; entries are idempotent to
 //! move twice.
+//!
+//! Knows the objects only through [`FacadeHost`].
 
 #![allow(async_fn_in_trait)]
 

@@ -5,7 +5,7 @@
 //! and, where several calls are needed, the calls and the merge of their answers.
 //!
 //! The decisions are pure ([`route`], [`list`], [`hooks`]); [`driver`] executes a
-//! [`Route`] over a [`driver::FacadeHost`] the router provides (not wired yet). Files:
+//! [`Route`] over a [`driver::FacadeHost`] the shell provides (`src/shell/facade.rs`). Files:
 //! [`list`] (the catalog fan-out and page merge), [`hooks`] (the hook-ownership methods
 //! over both hook shards), [`driver`] (the calls, concurrent where independent).
 //!
@@ -27,6 +27,8 @@
 //! | `deleteHookIndexes(token, hookId, owner)` | — | `releaseBatch` of one entry on both shards |
 //! | `expireRun(request)` | — | archive first (0.3 validation and errors, pre-upgrade entries), then the catalog shard `expireKeys` and the hook shards' `legacyReleaseBatch` ([`expiry`]); `deleted` counted as 0.3 did |
 //! | `put`, `delete` | — | archive |
+//!
+//! Knows the cores only by their methods and answers, and nothing of the platform.
 
 pub mod archive;
 pub mod driver;

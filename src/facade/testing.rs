@@ -3,6 +3,8 @@
 //! [`World`]), and the 0.3 archive instance, each on a [`MemoryStore`] with the alarm its
 //! shell would keep, served through the real cores the way the shells call them.
 //! [`Fleet`] is the [`FacadeHost`] the 0.3 facade and the 0.4 coordinator run against.
+//!
+//! Test support (feature `testing`), never part of the worker.
 
 use std::cell::RefCell;
 

@@ -10,6 +10,8 @@
 //!   lifecycle-checked `get` and `publish`, over a [`crate::hook_shard::driver::ShardHost`];
 //! * [`alarm`] — claim compaction (the shell runs it with [`Alarm::unknown`] and, when
 //!   it fails, sets [`crate::protocol::lifecycle::compaction_retry`]).
+//!
+//! Holds none of the algorithm: that is [`crate::hook_shard`].
 
 use crate::protocol::hop::{Args, Ctx};
 use crate::store::alarm::Alarm;

@@ -1,5 +1,7 @@
 //! Reservations (`catalog-hooks.md` §3): `reserve`, `releaseClaim` and the owner-checked
 //! `releaseBatch`. Each is one transaction.
+//!
+//! Calls no other object.
 
 use super::keys;
 use super::records::{claimed, held_by, natural_key, release_entry, Claim, Deadline};

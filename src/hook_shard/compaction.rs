@@ -1,4 +1,6 @@
 //! The hook shard alarm (`catalog-hooks.md` §3): compaction of abandoned claims.
+//!
+//! Calls no other object.
 
 use super::keys::{self, CLAIM_DEADLINE_PREFIX};
 use super::records::{Claim, Deadline};

@@ -3,6 +3,8 @@
 //! work. Generic over [`ShardHost`], so the wasm shell runs them against real Durable
 //! Objects and the native tests against a fake run DO. [`call`] dispatches every method
 //! of the class, the transactional ones through [`ShardHost::transact`].
+//!
+//! Knows the run DO only through [`ShardHost`].
 
 #![allow(async_fn_in_trait)] // hosts are single-threaded (wasm, tests): no Send bound wanted
 

@@ -1,5 +1,7 @@
 //! Hook shard key formats (`catalog-hooks.md` §3). The natural key is always
 //! `encodeURIComponent`-escaped (0.3.0 IndexDO stored `hook:<token>` raw).
+//!
+//! Formats only: no storage access.
 
 use crate::protocol::hooks::Family;
 use crate::protocol::lifecycle::pad13;

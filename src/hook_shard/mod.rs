@@ -23,6 +23,9 @@
 //! shell passes the current alarm, [`Alarm::new`], for the methods [`reads_alarm`] names).
 //! When it fires the shell runs [`compaction::alarm`] in one transaction with
 //! [`Alarm::unknown`]; on failure it sets [`crate::protocol::lifecycle::compaction_retry`].
+//!
+//! Knows no caller (the coordinator, the facade, the run's cleanup) and nothing of the
+//! platform; the run DO is asked only through [`driver::ShardHost`].
 
 pub mod claims;
 pub mod compaction;

@@ -1,6 +1,8 @@
 //! The storage step of `finalize` (HookTokenDO) / `publish` (HookIdDO)
 //! (`catalog-hooks.md` §3, steps 2–6). The lifecycle check that precedes it is a
 //! DO-to-DO call, made by [`super::driver::publish`].
+//!
+//! Calls no other object.
 
 use super::claims::{drop_claim, read_claim, read_record};
 use super::keys;

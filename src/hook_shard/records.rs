@@ -1,6 +1,8 @@
 //! Hook shard records and argument decoding: claims and their deadline entries, the
 //! arguments and answers of the shard methods. Owners (`{runId, hookId}`, equal when both
 //! members are) and the release entries callers build are [`crate::protocol::hooks`].
+//!
+//! Calls no other object.
 
 use serde::{Deserialize, Serialize};
 

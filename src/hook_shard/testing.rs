@@ -2,6 +2,8 @@
 //! a fake run DO answering `getLifecycleStatus`, an injected clock and simulated alarms,
 //! plus the `/v1/index/hooks/*` coordinator steps of `catalog-hooks.md` §4 written
 //! directly over the shards (so the shard cores are tested the way they are composed).
+//!
+//! Test support (feature `testing`), never part of the worker.
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;

@@ -1,5 +1,7 @@
 //! `expireRun` (`index-do.md` §2, `retention.md` §5): fence a run and remove its derived
 //! index entries in one transaction.
+//!
+//! Calls no other object.
 
 use crate::protocol::hop::Args;
 use crate::store::Store;

@@ -3,6 +3,8 @@
 //!
 //! Each method is one transaction; the checks run in the reference's order, so a malformed
 //! stored hook or owner fails with the same error at the same point.
+//!
+//! Calls no other object.
 
 use crate::protocol::hop::{Args, Ctx};
 use crate::store::Store;

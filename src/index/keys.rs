@@ -1,5 +1,7 @@
 //! IndexDO key formats (`index-do.md` §1). The DO builds keys with template literals, so a
 //! non-string part is converted with JavaScript `String()` ([`js::to_js_string`]).
+//!
+//! Formats only: no storage access.
 
 use crate::wire::Value;
 

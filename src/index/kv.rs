@@ -1,5 +1,7 @@
 //! The key/value half of the IndexDO (`index-do.md` §2): `get`, `put`, `delete`,
 //! `putOwned` and the KV-style ordered `list`.
+//!
+//! Calls no other object.
 
 use crate::protocol::hop::Args;
 use crate::store::page::{list_budgeted, RESPONSE_BUDGET_BYTES};

@@ -19,6 +19,9 @@
 //!
 //! Storage keys are exactly the reference's (`index-do.md` §1); values are encoded with
 //! [`crate::store::slot`] (a one-character tag, then the string, base64 bytes or tagged JSON).
+//!
+//! Knows no other core: that the 0.4 shards now serve most of the `index` binding is the
+//! facade's business ([`crate::facade`]).
 
 pub mod expiry;
 pub mod hooks;

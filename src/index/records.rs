@@ -7,6 +7,8 @@
 //! An *owner* is a `{runId, hookId}` object. The reference compares owners member by member
 //! with `===` and reads the members with plain property access, so a missing owner is a
 //! `TypeError` and two object-valued runIds never match; [`same_owner`] keeps those rules.
+//!
+//! Calls no other object.
 
 use crate::store::{js_args, slot, Store, StoreResult};
 use crate::wire::{js, json_parse, RpcError, Value};

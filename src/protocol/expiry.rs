@@ -9,6 +9,8 @@
 //! Two callers send them: the 0.3 facade's `index.expireRun` ([`crate::facade::expiry`]:
 //! the archive first, then the shards) and the run DO's retention `index` phase
 //! ([`crate::run::cleanup::index_phase`]: all at once). Each call is idempotent.
+//!
+//! Makes no call and knows no shard's storage.
 
 use std::collections::BTreeMap;
 

@@ -15,6 +15,8 @@
 //! Bodies too large for one RPC argument (workerd caps serialized RPC arguments at
 //! 32 MiB) take the same call over `stub.fetch` instead, with the method and the
 //! percent-encoded name in headers ([`METHOD_HEADER`], [`NAME_HEADER`]).
+//!
+//! Knows no core's methods: the router's whitelist and each core's dispatch decide those.
 
 use crate::config::Config;
 use crate::wire::check::MAX_VALUES;

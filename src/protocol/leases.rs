@@ -6,6 +6,9 @@
 //! instance hold leases: the QueueDO shards (before a run-guarded queue mutation,
 //! `crate::queue::driver`) and the run-catalog shards (before the 0.3 facade's upsert of a
 //! `run:`/`runall:` key, `crate::catalog::lease`).
+//!
+//! Knows no run's state: the grant and its revocation are the run DO's
+//! ([`crate::run::lease`]).
 
 #![allow(async_fn_in_trait)] // hosts are single-threaded (wasm, tests): no Send bound wanted
 

@@ -1,6 +1,8 @@
 //! Lifecycle constants shared by the 0.4 index shards (spec-0.4 `catalog-hooks.md` §1),
 //! the 13-digit time keys they order by, and the paged compaction both the run catalog
 //! (expiry fences) and the hook shards (claim deadlines) run from their alarm.
+//!
+//! Knows no shard's records: callers read their own due times.
 
 use crate::store::alarm::Alarm;
 use crate::store::{ListOptions, Store};

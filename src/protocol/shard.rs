@@ -4,6 +4,8 @@
 //! These names are persisted protocol: a run, token or hook id always lives on the same
 //! instance, so the hash, the shard counts and the `v1` names must never change without a
 //! migration. (The queue's shard hash is a different function, over UTF-16 code units.)
+//!
+//! Knows nothing of what the shards hold.
 
 /// Number of `RunCatalogDO` shards (by runId).
 pub const RUN_CATALOG_SHARDS: u32 = 16;

@@ -2,6 +2,8 @@
 //! outbound request ([`build_request`]), the answer's classification ([`classify`]) and
 //! [`settle`] (one transaction). The shell performs the HTTP requests between claim and
 //! settle, concurrently, and applies each step's [`Alarm`] change.
+//!
+//! Performs no I/O: the shell makes the requests.
 
 use crate::config::Config;
 use crate::store::alarm::Alarm;

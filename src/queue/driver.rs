@@ -13,6 +13,8 @@
 //! will not be expired before the lease's `until` (see `crate::run::lease`). So a run's
 //! enqueues on one shard cost one hop per lease (60 s) instead of one each, and the answer
 //! stays the run DO's.
+//!
+//! Knows the run DO only through [`QueueHost`].
 
 use super::methods::{enqueue_run_id, redrive_run_id};
 use super::state::{expired_key, Lifecycle, Row};

@@ -1,5 +1,7 @@
 //! The QueueDO RPC methods (queue-do.md §3 and §5). Each runs inside one storage
 //! transaction with one clock reading (`ctx.now`).
+//!
+//! Calls no other object.
 
 use crate::protocol::hop::{Args, Ctx};
 use crate::store::alarm::Alarm;

@@ -45,6 +45,9 @@
 //!   alarm API accepts, so the alarm write cannot fail and key order stays time order; a non-numeric `delaySeconds` counts as 0 (the reference builds `NaN`
 //!   keys and may throw). A 503 body whose number overflows f64 (`1e400`) is not numeric
 //!   here (JavaScript would redeliver immediately with `Infinity`).
+//!
+//! Knows no other core (a run's lifecycle arrives through [`crate::protocol::leases`]) and
+//! nothing of the platform: HTTP and the alarm API are the shell's.
 
 pub mod delivery;
 pub mod driver;

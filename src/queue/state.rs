@@ -4,6 +4,8 @@
 //! Every stored value is the tagged-JSON text of a [`Value`]: message rows keep exactly
 //! the members the producer sent (like the reference's structured clone), so dead-letter
 //! listings echo them back unchanged.
+//!
+//! Knows no method's rules.
 
 use crate::store::alarm::{Alarm, MAX_ALARM_MS};
 use crate::store::{ListOptions, Store, StoreResult};

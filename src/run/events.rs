@@ -1,5 +1,7 @@
 //! Event ids (dense slots), event construction and pages (spec `run-do.md` §4, §6.1–6.2,
 //! §6.11; `schemas.md` §3–4).
+//!
+//! Knows no event family's rules (those are [`super::apply`]'s).
 
 use super::keys;
 use super::records::Record;

@@ -1,5 +1,7 @@
 //! Expired-run fencing (spec `run-do.md` §2): a tombstone, or a cleanup record whose
 //! time has come, fences reads and writes.
+//!
+//! Knows nothing of how a run is cleaned up (that is [`super::cleanup`]).
 
 use super::keys;
 use super::records::{tombstone_from_cleanup, Record};

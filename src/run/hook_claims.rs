@@ -3,6 +3,8 @@
 //! committed. If not, fence the claim id so that the lost request, should it still arrive,
 //! fails `HOOK_CLAIM_CANCELLED` instead of committing a hook whose claims the client is
 //! about to release.
+//!
+//! Knows no hook shard: the client releases its claims.
 
 use super::fence::retention_state;
 use super::keys;

@@ -1,5 +1,7 @@
 //! Storage keys of the run DO (spec `run-do.md` §1). Ids are interpolated the way the
 //! reference's template strings do (so a missing id becomes `undefined`).
+//!
+//! Formats only: no storage access.
 
 use crate::wire::date::iso;
 use crate::wire::uri::encode_uri_component as enc;

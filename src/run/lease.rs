@@ -4,7 +4,7 @@
 //! `queue.md` §3).
 //!
 //! * **Grant** (`leaseLifecycle(holder, kind?)`, internal): the lifecycle status, plus for
-//!   a run that exists and is not expired `leaseUntil` = min(now + [`LEASE_MS`] (for a
+//!   a run that exists and is not expired `leaseUntil` = min(now + [`LEASE_MS`](crate::protocol::leases::LEASE_MS) (for a
 //!   catalog shard [`CATALOG_LEASE_MS`]), the retained cleanup record's `dueAt`). A queue
 //!   shard's grant is stored as `lifecycle-lease:<holder>` = `{runId, until}` (the
 //!   longest one granted to that holder). A run-catalog shard's (`kind` `"catalog"`,
@@ -23,11 +23,14 @@
 //! So a holder that trusts its lease only until `until` sees what `getLifecycleStatus()`
 //! would have told it, except for a call that races the revoking call itself (the
 //! reference's check, made outside the queue's transaction, has the same race). If the
-//! revocation call fails, the holder keeps its lease until `until` (at most [`LEASE_MS`]);
+//! revocation call fails, the holder keeps its lease until `until` (at most [`LEASE_MS`](crate::protocol::leases::LEASE_MS));
 //! a message it accepts meanwhile is still deleted by the run's `expireRun` (the queue
 //! fence is compacted only 330 s after the run acknowledged it, longer than any lease),
 //! so nothing leaks either way. The same holds for a catalog shard (`crate::catalog::lease`:
 //! its fence is kept 20 minutes, longer than [`CATALOG_LEASE_MS`]).
+//!
+//! Knows no holder: whom to revoke is a [`crate::protocol::leases::HolderKind`] and a name,
+//! and the shell makes the call.
 
 use serde::{Deserialize, Serialize};
 

@@ -11,6 +11,9 @@
 //! * [`records`], [`keys`] — stored records and storage keys;
 //! * [`validate`] — zod-equivalent schemas and attribute rules (JavaScript value semantics
 //!   are in [`crate::wire::js`]).
+//!
+//! Knows no other core and no front door: the index shards, streams and queues its cleanup
+//! reaches are [`crate::protocol`] calls that a host (the shell) makes.
 
 pub mod apply;
 pub mod cleanup;

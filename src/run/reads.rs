@@ -1,5 +1,7 @@
 //! Read methods (spec `run-do.md` §3–4): `getRun`, `getStep`, `getEvent`, `listEvents`,
 //! `listSteps`, `listHooks`, all behind the expiry fence.
+//!
+//! Knows nothing of how events are applied.
 
 use super::events::{list_entries, list_events_answer, Page};
 use super::fence::{expired_read, retention_state};

@@ -1,6 +1,8 @@
 //! Stored records of the run DO: the run, steps, hooks, waits and events exactly as the
 //! schemas produced them (zod output objects, stored as tagged JSON), with typed
 //! accessors for the members the state machine reads, plus the retention records.
+//!
+//! Knows no storage key (those are [`super::keys`]).
 
 use crate::store::{get_json, put_json, Store};
 use crate::wire::{Map, RpcError, Value};

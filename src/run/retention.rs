@@ -1,6 +1,8 @@
 //! Retention bookkeeping inside `applyEvent` (spec `run-do.md` §6.9–6.10,
 //! `retention.md` §2): the markers that let a later cleanup find the run's IndexDO
 //! entries, and automatic scheduling when a run becomes terminal.
+//!
+//! Calls no other object: the cleanup that reads the markers is [`super::cleanup`].
 
 use super::apply::outcome::Success;
 use super::keys;

@@ -1,5 +1,7 @@
 //! Applying a core call's alarm change with the platform's (asynchronous) alarm API, right
 //! after the call's transaction committed.
+//!
+//! Decides no alarm: the core's change is applied as reported.
 
 use js_sys::Date;
 use wasm_bindgen::JsValue;

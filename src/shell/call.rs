@@ -1,6 +1,8 @@
 //! DO-to-DO calls over the same private hop the router uses (see [`crate::protocol::hop`] and
 //! `hop.mjs`), for the run DO's retention cleanup, the hook shards' lifecycle checks and
 //! the 0.3 `index` facade.
+//!
+//! Decides nothing: the callers' plans name the target and the method.
 
 use js_sys::{Array, Promise, Uint8Array};
 use wasm_bindgen::prelude::*;

@@ -9,6 +9,8 @@
 //! and run the coordinator operation `op`, e.g. `runs.list`, with `indexPlan` /
 //! `indexCall`), or `S<segment>` (`/v1/streams/<segment>/chunks`, authenticated: hand the
 //! request to `streamChunks` of `stream_route.mjs`, which reads its own body).
+//!
+//! Decides nothing itself: [`crate::wire::router`] does.
 
 use wasm_bindgen::prelude::*;
 

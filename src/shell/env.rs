@@ -1,4 +1,6 @@
 //! Reading deploy-time variables and namespaces from the Worker/DO environment.
+//!
+//! Knows no core.
 
 use js_sys::Reflect;
 use wasm_bindgen::JsValue;

@@ -5,6 +5,8 @@
 //! [`in_transaction`], used between the awaits of the asynchronous paths, runs one inside
 //! `ctx.storage.transactionSync`, rolled back when it returns `Err`. Neither API is wrapped
 //! by the `worker` crate, so they are bound here.
+//!
+//! Knows no core's keys.
 
 use std::cell::{Cell, RefCell};
 use std::ops::Deref;

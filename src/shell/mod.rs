@@ -1,5 +1,9 @@
 //! Everything that touches `worker` / `wasm-bindgen`: the Worker `fetch` entry (router
 //! I/O), the Durable Object classes, the 0.3 `index` facade, the storage adapter and environment access.
+//!
+//! The only code that knows the platform. It decides nothing a core or `wire` decides;
+//! where its JavaScript decides something itself for speed, the `.mjs` file says so at that
+//! place.
 
 mod alarm;
 mod call;

@@ -3,6 +3,8 @@
 //! hold one of these per instance and forward `call(method, name, body)` to `rpcCall`.
 //! (`WorkflowRunDO`, with its retention alarm and DO-to-DO calls, lives in `run_do.rs`;
 //! `QueueDO`, which delivers over HTTP from its alarm, in `queue_do.rs`.)
+//!
+//! Decides nothing: the cores do.
 
 use js_sys::Array;
 use wasm_bindgen::prelude::*;

@@ -19,6 +19,9 @@
 //! * Deliveries of a previous instance (the process died mid-delivery) leave `inflight:`
 //!   entries that this instance does not own; the claim puts them back on the schedule at
 //!   once (see [`claim`]'s `is_live`).
+//!
+//! Decides no queue rule ([`crate::queue`] does): it makes the requests and applies the
+//! alarm changes.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;

@@ -2,6 +2,8 @@
 //! served synchronously; the retention cleanup (its alarm, and `cleanupNow`, which runs the
 //! loop before answering) alternates transactions with calls to the other Durable Objects
 //! ([`crate::run::cleanup::driver`]).
+//!
+//! Decides no run rule ([`crate::run`] does): it makes the calls the cleanup plans.
 
 use futures_util::future::join_all;
 use js_sys::Array;

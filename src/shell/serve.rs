@@ -28,6 +28,8 @@
 //!   nothing is held between the calls but the tag (the lease holders' revocation epoch).
 //!
 //! Read-only methods (learnt once from `readOnly()`) run on a store that refuses writes.
+//!
+//! Knows no core's methods.
 
 use js_sys::{Array, Uint8Array};
 use wasm_bindgen::JsValue;

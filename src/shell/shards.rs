@@ -16,6 +16,8 @@
 //!
 //! The alarm compacts fences / abandoned claims in one transaction; when that fails it is
 //! re-armed at [`crate::protocol::lifecycle::compaction_retry`].
+//!
+//! Decides no shard rule ([`crate::catalog`], [`crate::hook_shard`] do).
 
 use js_sys::Array;
 use wasm_bindgen::prelude::*;

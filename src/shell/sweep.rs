@@ -1,5 +1,7 @@
 //! The `scheduled` handler's retention sweep ([`crate::sweep`]): the catalog shards and run
 //! DOs it calls, through the same private hop as every DO-to-DO call.
+//!
+//! Decides nothing: [`crate::sweep`] does.
 
 use wasm_bindgen::prelude::*;
 use worker::Env;

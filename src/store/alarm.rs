@@ -2,6 +2,8 @@
 //! reads the current alarm before the call's storage transaction and applies the
 //! [`AlarmChange`] the call reports right after the transaction commits (the platform's
 //! alarm API is not part of `transactionSync`).
+//!
+//! Knows no core's alarm policy and nothing of the platform's alarm API.
 
 /// The latest alarm time a core sets (2262-04-11T23:47:16Z). The platform's alarm API
 /// converts the time to signed 64-bit nanoseconds and throws `TypeError: This API doesn't

@@ -24,6 +24,8 @@
 //!
 //! Reads see the call's own writes: a pending value or deletion answers first, and
 //! listings merge the pending keys of their range into what storage lists.
+//!
+//! Knows no core's keys.
 
 use std::collections::BTreeMap;
 

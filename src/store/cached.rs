@@ -22,6 +22,8 @@
 //! an entry that is already there, so keys written once and never read (events, index
 //! rows) take no room. When full, the cache is emptied and refills with what the next
 //! calls read. Listings always go to storage.
+//!
+//! Knows no core's keys or records: it keeps whatever was read.
 
 use std::collections::HashMap;
 

@@ -4,6 +4,8 @@
 //!
 //! The texts of the errors below were checked against workerd: the storage layer's
 //! `put() called with undefined value.` and its int32 argument range error.
+//!
+//! Knows no core: only the storage API's argument rules.
 
 use crate::wire::js::{to_js_string, to_number};
 use crate::wire::{RpcError, Value};

@@ -1,5 +1,7 @@
 //! In-memory [`Store`] for native tests, with transaction semantics: a failed call leaves
 //! no trace.
+//!
+//! Knows no core.
 
 use std::collections::BTreeMap;
 use std::ops::Bound;

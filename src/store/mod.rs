@@ -14,6 +14,9 @@
 //! byte-array stream chunks, which are kept as raw bytes ([`Stored::Bytes`]): the platform
 //! stores a `Uint8Array` as is, so a chunk costs its own size instead of 4/3 of it in
 //! base64.
+//!
+//! Knows no core's keys and nothing of the platform: the shell adapts `ctx.storage.kv` to
+//! [`Store`].
 
 pub mod alarm;
 pub mod buffered;

@@ -9,6 +9,8 @@
 //! even for a page of maximum-size (~2.1 MB) stream chunks or events, so a few such reads
 //! can run side by side. A page always holds at least one entry, so a reader always makes
 //! progress, however large a single value is.
+//!
+//! Knows no core's keys or records.
 
 use super::{ListOptions, Store, StoreResult, Stored};
 

@@ -2,6 +2,8 @@
 //! declares as never writing. The shell runs those outside a transaction (a synchronous
 //! call cannot interleave with another, so a transaction would only add its cost); should
 //! such a method ever write, the write fails loudly instead of landing non-atomically.
+//!
+//! Knows no core: the caller declares which methods never write.
 
 use super::{ListOptions, Store, StoreResult, Stored};
 use crate::wire::RpcError;

@@ -12,6 +12,8 @@
 //! (f64 LE), `4` string / `9` bytes (u32 LE length + bytes), `5` array (u32 count +
 //! values), `6` object (u32 count + (u32 key length, key, value)…), `7` Date (i64 LE ms),
 //! `8` invalid Date.
+//!
+//! Knows no record's schema, only its size and its byte arrays.
 
 use crate::wire::{Map, Value};
 

@@ -20,6 +20,8 @@
 //!
 //! JavaScript `undefined` is never stored: the platform's `put` refuses it
 //! ([`super::js_args::put_undefined`]).
+//!
+//! Knows no core's keys: callers choose where a value goes.
 
 use crate::wire::{base64, RpcError, Value};
 

@@ -10,6 +10,8 @@
 //!
 //! Every method runs in one storage transaction (the shell's). The long-poll wait of a
 //! binary read is the shell's: [`read_snapshot`] is one synchronous snapshot.
+//!
+//! Calls no other object.
 
 use crate::protocol::hop::Args;
 use crate::store::page::{fetch_values, list_budgeted, RESPONSE_BUDGET_BYTES};

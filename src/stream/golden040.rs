@@ -7,6 +7,8 @@
 //! Long polls: an `async` read that finds its stream idle is answered at its `await` line,
 //! timed out unless its instance changed in between; a plain idle read with `waitMs` > 0 is
 //! answered timed out (nothing else runs while it waits).
+//!
+//! Test code only (`cfg(test)`).
 
 use std::collections::HashMap;
 use std::path::PathBuf;

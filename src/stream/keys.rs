@@ -1,4 +1,6 @@
 //! StreamDO key formats (`stream-do.md` §1).
+//!
+//! Formats only: no storage access.
 
 /// Chunk-role metadata record.
 pub const META: &str = "meta";

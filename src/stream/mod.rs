@@ -13,6 +13,9 @@
 //! `runId` arguments must be strings (the client and the retention cleanup always send
 //! strings); any other value is refused with a `TypeError` rather than mimicking how the
 //! reference would compare or store it.
+//!
+//! Knows no other core and nothing of the platform (the binary route's HTTP and the
+//! long-poll wait are the shell's).
 
 pub mod chunks;
 pub mod keys;

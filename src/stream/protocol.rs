@@ -2,6 +2,8 @@
 //! `WCSA` acknowledgement, the `WCSR` read answer, the limits, and the GET query parameters
 //! with JavaScript `Number()` semantics. Pure functions over bytes; the router and the
 //! StreamDO shell call them.
+//!
+//! Knows nothing of storage or of the platform.
 
 use crate::wire::js;
 

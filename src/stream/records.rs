@@ -20,6 +20,8 @@
 //! (measured: 2 199 961 raw bytes stored, 2 199 962 refused with `SQLITE_TOOBIG`). The
 //! binary route bounds chunks at 1 MiB; a larger legacy `writeChunk` fails in the
 //! platform's `put` and rolls back.
+//!
+//! Knows no method's rules.
 
 use serde::{Deserialize, Deserializer, Serialize};
 

@@ -1,5 +1,7 @@
 //! Registry-role methods (`stream-do.md` §3): the stream names a run has written, in an
 //! instance named `run-streams:<runId>`, used by `streams.list(runId)` and by retention.
+//!
+//! Calls no other object.
 
 use crate::protocol::hop::Args;
 use crate::store::{js_args, slot, ListOptions, Store};

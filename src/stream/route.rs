@@ -2,6 +2,8 @@
 //! `wire.md` §5), after authentication (the router's): plain functions of the request's
 //! method, path segment, query and headers, tested natively. The JavaScript route
 //! (`src/shell/stream_route.mjs`) only reads the request, makes the hop and answers.
+//!
+//! Performs no I/O.
 
 use super::protocol::{self, ProtocolError, ReadParams};
 use crate::wire::error::error_body;

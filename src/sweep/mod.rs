@@ -7,6 +7,9 @@
 //!
 //! All decisions are here; the shell ([`crate::shell`]) only provides the calls
 //! ([`SweepHost`]).
+//!
+//! Knows the catalog shards and the run DOs only through [`SweepHost`], and nothing of the
+//! platform.
 
 #![allow(async_fn_in_trait)] // hosts are single-threaded (wasm, tests)
 

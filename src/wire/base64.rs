@@ -1,6 +1,8 @@
 //! Standard base64 (RFC 4648 alphabet, `=` padding) as the codec's `Uint8Array` tag uses it.
 //! Decoding follows the browser `atob` rules the reference relies on: ASCII whitespace is
 //! ignored, padding may be missing, and anything else outside the alphabet is an error.
+//!
+//! Knows nothing of the codec's tags or of JSON.
 
 const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 

@@ -25,6 +25,8 @@
 //!   a valid date in `toISOString` form, or `{"__type":"Uint8Array","data":<base64>}` with
 //!   canonical base64 (what the encoder writes for a Date and for bytes);
 //! * at most [`MAX_NESTING`] levels of arrays and objects.
+//!
+//! Knows no record type, only the form of the text.
 
 use super::base64;
 use super::date::{self, DATE_KEYS};

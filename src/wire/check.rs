@@ -4,6 +4,8 @@
 //! forwarded text again anyway. It also enforces [`MAX_VALUES`] and, like the codec,
 //! [`MAX_DEPTH`] levels of nesting, and reads numbers beyond a double's range as
 //! `JSON.parse` does (±Infinity).
+//!
+//! Builds no values and knows no binding's methods.
 
 use std::borrow::Cow;
 use std::cell::Cell;

@@ -3,6 +3,8 @@
 //!
 //! Times are epoch milliseconds (`i64`). A JavaScript Date is valid within
 //! ±8.64e15 ms; outside that range (or for unparseable text) it is invalid.
+//!
+//! Knows nothing of storage or of the other value types.
 
 /// The largest absolute epoch-millisecond value a JavaScript Date can hold.
 pub const MAX_DATE_MS: i64 = 8_640_000_000_000_000;

@@ -4,6 +4,8 @@
 //! exactly as the deployed reference does (wire.md §5): built-in JavaScript error names
 //! survive, any other name becomes `Error` with `"<name>: "` prefixed to the message.
 //! [`RouterError`] is the router's own table of failures.
+//!
+//! Knows no core: which method fails, and why, is the caller's.
 
 use super::value::write_string;
 

@@ -11,6 +11,8 @@
 //! `Cannot read properties of undefined (reading 'x')` and `number 5 is not iterable
 //! (cannot read property Symbol(Symbol.iterator))`. The storage API's argument coercions
 //! are in [`crate::store::js_args`].
+//!
+//! Knows no method, record or storage: only values.
 
 use crate::wire::date::{self, parse_date, MAX_DATE_MS};
 use crate::wire::{Map, RpcError, Value};

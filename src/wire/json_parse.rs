@@ -10,6 +10,8 @@
 //! Reviver (applied bottom-up, like `JSON.parse`'s): `{"__type":"Uint8Array","data":<string>}`
 //! → bytes (via `atob`), `{"__uint8array":true,"data":[…]}` → bytes, and a string under one of
 //! the five date keys that parses as a date → Date.
+//!
+//! Knows no record: the index, the catalog and the hook shards read the members they need.
 
 use crate::wire::date::{self, DATE_KEYS};
 use crate::wire::{base64, js, Map, RpcError, Value};

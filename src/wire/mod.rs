@@ -1,5 +1,7 @@
 //! The public HTTP protocol: the tagged-JSON codec, JavaScript date and URI rules, the
 //! router's decisions and the error table. No I/O here.
+//!
+//! Imports nothing of ours: no store, protocol, core or shell.
 
 pub mod base64;
 pub mod canonical;

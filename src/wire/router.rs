@@ -12,6 +12,9 @@
 //! 4. `v1/index/<domain>/<op>` → the index coordinator ([`Route::Index`]);
 //! 5. `v1/streams/<name>/chunks` → the binary stream route ([`Route::StreamChunks`]);
 //! 6. not `rpc` → 404 `unknown path`; 7. the RPC route with the union whitelist.
+//!
+//! Performs no I/O and knows no core's behaviour: the cores appear here only as bindings,
+//! class names and method lists.
 
 use super::check::{check, Verdict};
 use super::error::{RouterError, MAX_BODY_BYTES};

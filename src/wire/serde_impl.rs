@@ -1,5 +1,7 @@
 //! serde support for [`Value`], so typed storage records can embed opaque payloads.
 //! The stored form is the same tagged JSON as the wire.
+//!
+//! Knows no record type.
 
 use serde::de::{Deserialize, Deserializer};
 use serde::ser::{Error as _, Serialize, SerializeMap, SerializeSeq, Serializer};

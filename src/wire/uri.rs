@@ -1,5 +1,7 @@
 //! JavaScript's `encodeURIComponent` / `decodeURIComponent`, byte-exact: storage keys and
 //! DO names depend on them.
+//!
+//! Knows nothing of the keys and names callers build with it.
 
 /// Every UTF-8 byte percent-encoded with upper-case hex, except `A–Z a–z 0–9 - _ . ! ~ * ' ( )`.
 pub fn encode_uri_component(s: &str) -> String {

@@ -4,6 +4,8 @@
 //! `Date` (`{"__type":"Date","iso":…}`) and byte arrays (`{"__type":"Uint8Array","data":…}`),
 //! at any depth. "Absent" is not a value: an absent object member is simply not in the map,
 //! and callers use `Option<&Value>` for it.
+//!
+//! Knows nothing of storage, methods or routes.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

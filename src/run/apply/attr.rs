@@ -1,5 +1,7 @@
 //! `attr_set` (spec `run-do.md` §6.4): attribute validation against the run's current
 //! keys, workflow-writer dedup markers, and the merged attributes.
+//!
+//! Runs inside `applyEvent`'s transaction; calls no other object.
 
 use std::collections::BTreeSet;
 

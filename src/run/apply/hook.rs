@@ -1,6 +1,9 @@
 //! Hook events (spec `run-do.md` §6.3 steps 7–8, §6.6): resume-id replays,
 //! `hook_created` with the token holder from IndexDO, `hook_disposed`, and the
 //! event-only path (`hook_received`, client-sent `hook_conflict`, unknown types).
+//!
+//! Runs inside `applyEvent`'s transaction; calls no other object (the token holder comes
+//! with the request).
 
 use super::outcome::{fail, Code, Outcome, Success};
 use super::Apply;

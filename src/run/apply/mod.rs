@@ -3,6 +3,9 @@
 //!
 //! Everything runs inside the caller's storage transaction; a returned `Err` (a thrown
 //! error) rolls every write back, and a failure outcome is returned before any write.
+//!
+//! Calls no other object; the terminal cleanup it starts ([`super::cleanup::terminal`])
+//! does, later.
 
 mod attr;
 mod hook;

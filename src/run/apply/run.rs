@@ -1,5 +1,7 @@
 //! Run events (spec `run-do.md` §6.3 step 3, §6.4): resilient start, `run_created`,
 //! `run_started`, and the terminal transitions that release hooks and waits.
+//!
+//! Runs inside `applyEvent`'s transaction; calls no other object.
 
 use super::outcome::{fail, Code, Outcome, Success};
 use super::Apply;

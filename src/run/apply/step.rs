@@ -1,5 +1,7 @@
 //! Step events (spec `run-do.md` §6.3 step 6, §6.5): the step guards, `step_created`,
 //! `step_started` (with the lazy start), `step_completed`, `step_failed`, `step_retrying`.
+//!
+//! Runs inside `applyEvent`'s transaction; calls no other object.
 
 use super::outcome::{fail, Code, Failure, Outcome, Success};
 use super::{is_child_entity_creation, Apply};

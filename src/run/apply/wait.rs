@@ -1,4 +1,6 @@
 //! Wait events (spec `run-do.md` §6.7).
+//!
+//! Runs inside `applyEvent`'s transaction; calls no other object.
 
 use super::outcome::{fail, Code, Outcome, Success};
 use super::Apply;

@@ -8,6 +8,9 @@
 //! The peers' answers are read in their 0.4 shapes and tolerated in their 0.3 ones (an
 //! answer without `done` means done, without `receipt` there is nothing to acknowledge), so
 //! the order in which the StreamDO/QueueDO upgrades land does not matter.
+//!
+//! Knows the other objects only as [`crate::protocol::calls`] targets and router bindings;
+//! nothing of the platform.
 
 #![allow(async_fn_in_trait)] // hosts are single-threaded (wasm, tests): no Send bound wanted
 

@@ -6,6 +6,8 @@
 //! upgrade): the calls of [`crate::protocol::expiry`], all concurrent here (the request is
 //! built by the run DO, so no validation has to come first). Each call is idempotent, so a
 //! retried phase repeats them safely.
+//!
+//! Knows neither the 0.3 facade nor the shards' storage.
 
 use crate::protocol::calls::ShardCall;
 use crate::protocol::expiry::{archive_call, shard_calls};

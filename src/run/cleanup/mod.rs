@@ -11,6 +11,8 @@
 //! (`status`, `reason`, `generation`; a missing generation reads as 0) and are **kept**
 //! after tombstoning, embedded in the tombstone as well, so `getCleanupStatus`,
 //! `scheduleCleanup` and `rearmCleanup` answer with the final record as 0.3 did.
+//!
+//! Calls no other object: that is [`driver`]'s, through its host.
 
 pub mod driver;
 pub mod index_phase;

@@ -4,6 +4,8 @@
 //! persist the outcome of a page that called other objects. Every write is a
 //! compare-and-set on the record's (`phase`, `generation`) as read by the plan ([`Expect`]),
 //! and bumps `generation`.
+//!
+//! Calls no other object: it plans the calls, [`super::driver`] makes them.
 
 use serde::{Deserialize, Serialize};
 

@@ -1,5 +1,7 @@
 //! The cleanup record's phase, the retry backoff after a failed page (retention and
 //! terminal cleanup alike) and the admin methods' argument.
+//!
+//! Calls no other object.
 
 use crate::protocol::hop::Args;
 use crate::run::records::Record;

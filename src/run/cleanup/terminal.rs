@@ -12,6 +12,9 @@
 //! a pre-upgrade archive still holds for the run are hidden once it is terminal and dropped
 //! by the archive migration). The `hooks` phase usually finds nothing; it is kept for hooks
 //! the inline delete did not reach (data of an older release).
+//!
+//! Plans the releases as [`crate::protocol`] calls; knows nothing of the hook shards'
+//! storage and makes no call itself.
 
 use serde::{Deserialize, Serialize};
 

@@ -1,5 +1,7 @@
 //! `validateAttributeChanges` / `applyAttributeChanges` of `@workflow/world`
 //! (spec `schemas.md` §8), with the exact `AttributeValidationError` messages.
+//!
+//! Knows no storage.
 
 use std::collections::BTreeSet;
 

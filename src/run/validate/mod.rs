@@ -1,6 +1,8 @@
 //! Validation equivalent to the reference's: zod schemas ([`zod`], [`schemas`]) and the
 //! attribute rules ([`attributes`]). A failed schema parse becomes `RpcError::zod` with
 //! zod's pretty-printed issue list.
+//!
+//! Knows no storage and no event's effect: only whether a value is acceptable.
 
 pub mod attributes;
 pub mod schemas;

@@ -1,6 +1,8 @@
 //! The `@workflow/world` 5.0.0-beta.27 schemas the run DO validates with (spec
 //! `schemas.md` §6–7), expressed in the [`Schema`] vocabulary with
 //! zod's member order (which decides the issue order).
+//!
+//! Knows no storage.
 
 use std::sync::OnceLock;
 

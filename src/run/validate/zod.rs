@@ -5,6 +5,8 @@
 //! (`JSON.stringify(issues, null, 2)`).
 //!
 //! Only the schema kinds those schemas use exist here. `None` is JavaScript `undefined`.
+//!
+//! Knows none of our schemas (those are [`super::schemas`]).
 
 use crate::wire::js::{new_date, utf16_len};
 use crate::wire::{Map, Value};
