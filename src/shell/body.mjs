@@ -8,6 +8,7 @@ const DECIMAL = /^[0-9]{1,16}$/;
  * the headers say). `contentLength` is the request's `content-length` header (or null).
  */
 export async function readLimited(request, contentLength, limit) {
+  // Decided in JavaScript for speed: a declared length within the limit is one native read, no counting loop.
   // A content-length within the limit (the route refused larger ones): the platform
   // delivers exactly that many bytes, and one native read costs a fraction of a loop over
   // the stream's pieces (measured: 0.6 against 6.5 ms CPU per MiB).

@@ -1,7 +1,9 @@
 // The Worker's JavaScript entry: the `fetch` router and the four Durable Object classes.
 // Every decision is Rust's (src/shell/entry.rs over src/wire/router.rs; the DO cores over
 // their storage); this module only does the platform I/O a call needs: read the path,
-// headers and body, make one hop (hop.mjs), answer. The classes extend `DurableObject` so
+// headers and body, make one hop (hop.mjs), answer. The few things it decides itself, to
+// save a crossing into wasm or an await, say so where they are ("Decided in JavaScript for
+// speed"; also in path.mjs and body.mjs). The classes extend `DurableObject` so
 // that workerd serves their `rpc` method over JavaScript RPC; each holds the Rust object
 // of its instance and forwards to it.
 
@@ -50,6 +52,7 @@ function respond(answer) {
 // decisions are kept (made with the right token, so a wrong token never hits), and only
 // for a content-length that cannot exceed the limit (1 to 7 digits, or none), the one
 // argument not in the key. Bounded: cleared when full.
+// Decided in JavaScript for speed: a repeated forward decision comes from this memo, not from `wasm.route`.
 const MEMO_LIMIT = 512;
 const SMALL_LENGTH = /^[0-9]{1,7}$/;
 const memo = new Map();
@@ -114,6 +117,7 @@ async function facade(env, decision, body) {
   let reply;
   try {
     // One hop where the plan names it; else the facade's own calls.
+    // Decided in JavaScript for speed: the plan's one hop is made here, not by the asynchronous Rust path.
     const plan = wasm.facadePlan(method, body);
     const ns = plan[0] === 2 ? env[plan[1]] : undefined;
     if (plan[0] === 1) reply = [plan[1], plan[2]];
@@ -131,6 +135,7 @@ async function indexRoute(env, op, body) {
   let reply;
   try {
     // One hop where the plan names it (`runs.commit`); else the coordinator's own calls.
+    // Decided in JavaScript for speed: the plan's one hop is made here, not by the asynchronous Rust path.
     const plan = wasm.indexPlan(op, body);
     const ns = plan[0] === 2 ? env[plan[1]] : undefined;
     if (plan[0] === 1) reply = [plan[1], plan[2]];
@@ -177,6 +182,7 @@ export default {
 
 // --- Durable Object classes -----------------------------------------------------------
 /** The asks one call may make before it takes the asynchronous path instead. */
+// Decided in JavaScript for speed: up to MAX_ASKS asks between synchronous Rust calls beat one `rpcAsync`.
 const MAX_ASKS = 3;
 /** Thrown inside `transactionSync` to roll back a call that did not succeed. */
 const ROLLBACK = Symbol("rollback");
@@ -260,6 +266,7 @@ class RustObject extends DurableObject {
    * success rolls back; 2, storage failed while writing: abort this object, which discards
    * the uncommitted writes (the call fails; the next one gets a fresh object).
    */
+  // Decided in JavaScript for speed: no `transactionSync` unless Rust reports a write too large to hold back.
   syncCall(call) {
     let reply = call(false);
     if (reply[0] === 1) {
@@ -371,6 +378,7 @@ export class StreamDO extends RustObject {
   waiters = new StreamWaiters();
 
   /** Any committed mutation (write, close, fail, expire) wakes the waiting readers. */
+  // Decided in JavaScript, where the waiters live: every successful call not read-only wakes them.
   async rpc(method, name, data) {
     const reply = await super.rpc(method, name, data);
     if (reply[0] === 200 && !StreamDO.readOnly.has(method)) this.waiters.wake();

@@ -6,6 +6,7 @@
  * already serialized, so it is a plain slice unless it holds something the parser rewrites
  * (dot segments, their percent-encoded forms, backslashes): those take the parser.
  */
+// Decided in JavaScript for speed: a serialized URL's pathname is sliced, the parser only for what it would rewrite.
 export function pathnameOf(url) {
   const scheme = url.indexOf("://");
   const start = scheme < 0 ? -1 : url.indexOf("/", scheme + 3);

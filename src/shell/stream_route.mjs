@@ -83,6 +83,7 @@ export async function streamChunks(request, env, rawSegment) {
 // --- StreamDO side ---------------------------------------------------------------------
 
 /** The in-memory long-poll waiters of one StreamDO instance. */
+// Decided in JavaScript, where the timers and the request signal are: when a read stops waiting.
 export class StreamWaiters {
   /** Bumped by every committed mutation (write, close, fail, expire). */
   version = 0;
