@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// The layering check (CI): reads every `use crate::…`, `use super::…` and inline
+// The layering check (.ci/run, after the lint; tests/check-layers.test.mjs checks it on
+// synthetic input): reads every `use crate::…`, `use super::…` and inline
 // `crate::…` path in src/**/*.rs, maps each to the file of the module it names, and fails
 // when
 //   * files import each other in a circle (any strongly connected set of two or more), or
