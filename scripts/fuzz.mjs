@@ -4,7 +4,7 @@
 //   npm run fuzz -- <target|all> [seconds] [-- libFuzzer flags...]
 //
 // Targets: router, codec, run, stream, index, queue, shards (fuzz/fuzz_targets/). Needs the
-// nightly toolchain (`rustup toolchain install nightly`); installs cargo-fuzz (crates.io,
+// nightly toolchain (`rustup toolchain install nightly`); installs cargo-fuzz (the Rust crate registry,
 // pinned version) into ${XDG_CACHE_HOME:-~/.cache}/world-celld-rs/cargo-fuzz-<version>/ when
 // missing. Runs each target for `seconds` (default 60) on fuzz/corpus/<target> (the
 // committed golden seeds plus whatever earlier runs found; new entries are git-ignored)
