@@ -56,8 +56,6 @@ pub mod state;
 
 #[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod tests04;
 
 use crate::protocol::hop::{Args, Ctx};
 use crate::store::alarm::Alarm;
