@@ -55,6 +55,8 @@ pub mod stream;
 pub mod sweep;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+#[cfg(test)]
+mod tests;
 pub mod wire;
 
 #[cfg(target_arch = "wasm32")]

@@ -325,7 +325,7 @@ fn malformed_hooks_and_owners() {
 
 #[test]
 fn golden_index_do_replays_natively() {
-    let Some((failures, checked)) = crate::stream::golden::replay("index-do.jsonl", "index", super::call) else {
+    let Some((failures, checked)) = crate::tests::golden::replay("index-do.jsonl", "index", super::call) else {
         eprintln!("golden index-do.jsonl not found; skipped");
         return;
     };

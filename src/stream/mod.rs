@@ -64,8 +64,6 @@ fn run_id<'a>(args: Args<'a>) -> Result<&'a str, RpcError> {
 }
 
 #[cfg(test)]
-pub(crate) mod golden;
-#[cfg(test)]
 mod golden040;
 #[cfg(test)]
 mod tests;

@@ -561,3 +561,14 @@ fn registry_pages_with_options_and_reads_numeric_fences() {
     assert_eq!(old.ok("finalizeRegistry", vec![s("o"), list(&["x"])]), fin(1.0, true));
     assert_eq!(old.store.data["registry:expired"], r#"j{"deleted":1,"expiredAt":5}"#);
 }
+
+/// The recorded 0.3 exchanges of the `streams` binding, replayed through this core.
+#[test]
+fn golden_streams_replay_natively() {
+    let Some((failures, checked)) = crate::tests::golden::replay("streams.jsonl", "streams", call) else {
+        eprintln!("golden streams.jsonl not found under {}; skipped", crate::tests::golden::golden_dir().display());
+        return;
+    };
+    assert_eq!(checked, 65);
+    assert!(failures.is_empty(), "{} failing exchanges:\n{}", failures.len(), failures.join("\n"));
+}
