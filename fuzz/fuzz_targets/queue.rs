@@ -101,7 +101,7 @@ fn outcome(u: &mut Unstructured) -> Result<Outcome> {
         5 => Outcome::Response { status: 503, body: None },
         _ => {
             let body = if u.ratio(3, 4)? {
-                format!("{{\"timeoutSeconds\":{}}}", world_celld_rs::wire::js::number_to_string(GEN.number(u)?))
+                format!("{{\"timeoutSeconds\":{}}}", world_celld_rs::wire::number::number_to_string(GEN.number(u)?))
             } else {
                 short_string(u)?
             };

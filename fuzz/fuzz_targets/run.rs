@@ -193,7 +193,7 @@ impl Harness {
                 None => {}
             }
         }
-        out.map(world_celld_rs::wire::canonical::expand_stored)
+        out.map(world_celld_rs::wire::value::expand_stored)
     }
 
     fn sequence(&self) -> u64 {
@@ -208,7 +208,7 @@ impl Harness {
         let ctx = Ctx { now: self.now, name: RUN_ID, config: &self.config };
         let mut alarm = Alarm::new(self.alarm);
         // A record answered as stored must be exactly what decoding and encoding it gives.
-        run::call(&mut self.store, &ctx, &mut alarm, method, Args(args)).map(world_celld_rs::wire::canonical::expand_stored)
+        run::call(&mut self.store, &ctx, &mut alarm, method, Args(args)).map(world_celld_rs::wire::value::expand_stored)
     }
 
     fn check(&mut self, last: bool) {

@@ -8,7 +8,8 @@
 use crate::config::Config;
 use crate::store::alarm::Alarm;
 use crate::store::{ListOptions, Store, StoreResult, Stored};
-use crate::wire::js::{number_to_string, to_js_string};
+use crate::wire::js::to_js_string;
+use crate::wire::number::number_to_string;
 use crate::wire::{RpcError, Value};
 
 use super::state::*;

@@ -8,7 +8,7 @@ use super::records::Record;
 use super::validate::{compact, parse_object, schemas};
 use crate::store::page::{fetch_text, list_budgeted, RESPONSE_BUDGET_BYTES};
 use crate::store::{ListOptions, Store};
-use crate::wire::js::number_to_string;
+use crate::wire::number::number_to_string;
 use crate::wire::{Map, RpcError, Value};
 
 pub const EVENT_ID_PREFIX: &str = "evnt_";

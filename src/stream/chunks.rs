@@ -295,7 +295,7 @@ pub fn get_chunks(store: &mut dyn Store, args: Args) -> Result<Value, RpcError> 
     let start = js::to_number(js::member(params, "startIndex")?);
     // Math.max(0, x): NaN stays NaN, −0 and negatives become 0.
     let start = if start.is_nan() { start } else { start.max(0.0) };
-    let start_key = keys::chunk_at(&js::number_to_string(start));
+    let start_key = keys::chunk_at(&crate::wire::number::number_to_string(start));
     let limit = match js::member(params, "limit")? {
         None => None,
         Some(v) => Some(usize::try_from(js_args::to_storage_int(Some(v))?).ok().filter(|&n| n > 0).ok_or_else(RpcError::list_limit)?),

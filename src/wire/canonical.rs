@@ -1,12 +1,12 @@
 //! Stored records passed to an answer as they are.
 //!
 //! A read answers records it loads from storage (an event, a step, a run, a hook). Decoding
-//! each one into a [`Value`] only to encode it again cost most of a `listEvents` call's
+//! each one into a [`Value`](crate::wire::Value) only to encode it again cost most of a `listEvents` call's
 //! wasm time (docs/performance.md, item 15). The stored text is usually already what the
 //! encoder would write: records are stored in the same tagged JSON (`serde_impl.rs`). So
 //! [`is_wire_form`] checks, in one pass over the text and without building anything, that
 //! `Value::parse(text)?.to_json()` would give `text` back byte for byte, and the answer then
-//! carries the text itself ([`Value::Json`]). Any doubt answers `false`, and the caller
+//! carries the text itself ([`Value::Json`](crate::wire::Value::Json)). Any doubt answers `false`, and the caller
 //! decodes as before: the check accepts a strict subset of what the encoder can write.
 //!
 //! Accepted, with no whitespace anywhere:
@@ -195,24 +195,6 @@ impl<'a> Scan<'a> {
             false
         };
         ok && self.eat(b"}")
-    }
-}
-
-/// For native tests and the fuzz targets that inspect answers: `v` with every
-/// [`Value::Json`] decoded, after checking (a panic otherwise) that the decoded value
-/// encodes back to exactly that text, which is what the answer carries.
-#[cfg(any(test, feature = "testing"))]
-pub fn expand_stored(v: crate::wire::Value) -> crate::wire::Value {
-    use crate::wire::Value;
-    match v {
-        Value::Json(text) => {
-            let decoded = Value::parse(&text).expect("a stored answer decodes");
-            assert_eq!(decoded.to_json().as_deref(), Ok(&*text), "a stored answer is the encoder's output");
-            decoded
-        }
-        Value::Array(items) => Value::Array(items.into_iter().map(expand_stored).collect()),
-        Value::Object(map) => Value::Object(map.into_iter().map(|(k, v)| (k, expand_stored(v))).collect()),
-        other => other,
     }
 }
 

@@ -10,6 +10,7 @@ pub mod date;
 pub mod error;
 pub mod js;
 pub mod json_parse;
+pub mod number;
 pub mod router;
 mod serde_impl;
 pub mod uri;

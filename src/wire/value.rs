@@ -536,7 +536,7 @@ pub fn write_number(out: &mut String, n: f64) {
         let _ = write!(out, "{}", n as i64);
     } else {
         // JSON.stringify writes Number.prototype.toString's text.
-        out.push_str(&super::js::number_to_string(n));
+        out.push_str(&super::number::number_to_string(n));
     }
 }
 
@@ -600,6 +600,23 @@ pub fn find_byte(hay: &[u8], needle: u8) -> Option<usize> {
         base += 8;
     }
     words.remainder().iter().position(|&c| c == needle).map(|i| base + i)
+}
+
+/// For native tests and the fuzz targets that inspect answers: `v` with every
+/// [`Value::Json`] decoded, after checking (a panic otherwise) that the decoded value
+/// encodes back to exactly that text, which is what the answer carries.
+#[cfg(any(test, feature = "testing"))]
+pub fn expand_stored(v: Value) -> Value {
+    match v {
+        Value::Json(text) => {
+            let decoded = Value::parse(&text).expect("a stored answer decodes");
+            assert_eq!(decoded.to_json().as_deref(), Ok(&*text), "a stored answer is the encoder's output");
+            decoded
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(expand_stored).collect()),
+        Value::Object(map) => Value::Object(map.into_iter().map(|(k, v)| (k, expand_stored(v))).collect()),
+        other => other,
+    }
 }
 
 #[cfg(test)]

@@ -86,7 +86,7 @@ impl World {
         let (value, owed) = out?;
         self.apply_change(alarm.change());
         self.revoked.borrow_mut().extend(owed);
-        Ok(crate::wire::canonical::expand_stored(value))
+        Ok(crate::wire::value::expand_stored(value))
     }
 
     fn apply(&self, data: &str, retention_ms: i64) -> Value {

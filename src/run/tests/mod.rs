@@ -56,7 +56,7 @@ impl Harness {
         if out.is_ok() {
             self.alarm = alarm.change();
         }
-        out.map(crate::wire::canonical::expand_stored)
+        out.map(crate::wire::value::expand_stored)
     }
 
     /// The alarm time the last successful call set, if it set one (cleared on read).

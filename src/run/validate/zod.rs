@@ -106,7 +106,7 @@ fn indent(out: &mut String, level: usize) {
 fn write_pretty(j: &J, level: usize, out: &mut String) {
     match j {
         J::Str(s) => crate::wire::value::write_string(out, s),
-        J::Num(n) => out.push_str(&crate::wire::js::number_to_string(*n)),
+        J::Num(n) => out.push_str(&crate::wire::number::number_to_string(*n)),
         J::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
         J::Arr(items) if items.is_empty() => out.push_str("[]"),
         J::Obj(members) if members.is_empty() => out.push_str("{}"),
