@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // The layering check (.ci/run, after the lint; tests/check-layers.test.mjs checks it on
 // synthetic input): reads every `use crate::…`, `use super::…` and inline
-// `crate::…` path in src/**/*.rs, maps each to the file of the module it names, and fails
+// `crate::…` path in src/**/*.rs, maps each to the file of the module it names (through
+// re-exports: `crate::wire::Value` is wire/value.rs, where `Value` is defined), and fails
 // when
 //   * files import each other in a circle (any strongly connected set of two or more), or
 //   * a file imports a module of a higher layer, or a core imports another core
@@ -137,8 +138,9 @@ export function stripNonCode(text) {
 }
 
 /** Expands a use tree `a::{b, c::{d, e}}` into paths [["a","b"], ["a","c","d"], …]. */
-export function expandUseTree(tree) {
-  tree = tree.replace(/\s+as\s+\w+/g, "").replace(/\s+/g, "");
+export function expandUseTree(tree, { aliases = false } = {}) {
+  // `a as b` → `a` (or, with `aliases`, `a@b`: the caller splits the last segment)
+  tree = tree.replace(/\s+as\s+(\w+)/g, aliases ? "@$1" : "").replace(/\s+/g, "");
   const out = [];
   const rec = (prefix, t) => {
     const brace = t.indexOf("{");
@@ -166,17 +168,17 @@ export function expandUseTree(tree) {
   return out;
 }
 
-/** The module paths a file refers to (absolute, without the `crate` root). */
-export function references(file, text) {
-  const code = stripNonCode(text);
-  const self = modulePath(file);
-  // the module a `super` in this file means: its parent (for mod.rs/lib.rs, the dir's parent)
-  const refs = [];
-  const resolve = (path) => {
-    let base;
+/** The child modules a file declares (`mod x;`, `pub mod x;`), from its code. */
+function children(code) {
+  return new Set([...code.matchAll(/\bmod\s+(\w+)\s*;/g)].map((m) => m[1]));
+}
+
+/** Resolves a path as written in `file` (module path `self`) to an absolute module path. */
+function resolver(self, kids) {
+  return (path) => {
     if (path[0] === "crate") return path.slice(1);
     if (path[0] === "super") {
-      base = self.slice(0, -1);
+      let base = self.slice(0, -1);
       path = path.slice(1);
       while (path[0] === "super") {
         base = base.slice(0, -1);
@@ -185,10 +187,44 @@ export function references(file, text) {
       return [...base, ...path];
     }
     if (path[0] === "self") return [...self, ...path.slice(1)];
-    return null;
+    if (kids.has(path[0])) return [...self, ...path]; // a path into one of its own child modules
+    return null; // std, another crate
   };
+}
+
+const PUB_USE = /\bpub(?:\([^)]*\))?\s+use\s+([^;]*);/g;
+
+/**
+ * The names a file re-exports (`pub use a::b::Name;`, `pub use child::Name;`): Name → the
+ * absolute path it stands for. A path through the file to such a name is a path to where
+ * the name is defined (so `use crate::wire::Value` depends on wire/value.rs, not on the
+ * facade wire/mod.rs, and a circle through a re-export is still a circle).
+ */
+export function reexports(file, text) {
+  const code = stripNonCode(text);
+  const resolve = resolver(modulePath(file), children(code));
+  const out = new Map();
+  for (const m of code.matchAll(PUB_USE)) {
+    for (const p of expandUseTree(m[1], { aliases: true })) {
+      const [name, alias] = p[p.length - 1].split("@");
+      const r = resolve([...p.slice(0, -1), name]);
+      if (r && name !== "*") out.set(alias ?? name, r);
+    }
+  }
+  return out;
+}
+
+/**
+ * The module paths a file refers to (absolute, without the `crate` root): its `use` trees
+ * and inline paths starting with `crate`, `super` or `self`. (A path through a module's
+ * re-export is followed to where the name is defined: see [`reexports`], `buildGraph`.)
+ */
+export function references(file, text) {
+  const code = stripNonCode(text);
+  const resolve = resolver(modulePath(file), new Set());
+  const refs = [];
   for (const m of code.matchAll(/\buse\s+((?:crate|super|self)\b[^;]*);/g)) {
-    for (const p of expandUseTree(m[1].replace(/\bas\s+\w+/g, ""))) {
+    for (const p of expandUseTree(m[1])) {
       const r = resolve(p.filter((x) => x !== "*"));
       if (r) refs.push(r);
     }
@@ -201,21 +237,36 @@ export function references(file, text) {
   return refs;
 }
 
+/**
+ * The file that defines what the absolute path `ref` names: the file of its longest module
+ * prefix, or, when that module re-exports the next name (`aliases`: file → [`reexports`]),
+ * the file of what the re-export stands for (followed a few levels).
+ */
+export function targetOf(ref, byModule, aliases) {
+  for (let hops = 0; hops < 8; hops++) {
+    let n = ref.length;
+    while (n > 0 && !byModule.has(ref.slice(0, n).join("::"))) n--;
+    if (n === 0) return null;
+    const file = byModule.get(ref.slice(0, n).join("::"));
+    const via = n < ref.length ? aliases.get(file)?.get(ref[n]) : undefined;
+    if (!via) return file;
+    ref = [...via, ...ref.slice(n + 1)];
+  }
+  return null;
+}
+
 export function buildGraph() {
   const files = walk(SRC).sort();
   const byModule = new Map(files.map((f) => [modulePath(f).join("::"), f]));
+  const texts = new Map(files.map((f) => [f, readFileSync(f, "utf8")]));
+  const aliases = new Map(files.map((f) => [f, reexports(f, texts.get(f))]));
   const edges = new Map();
   for (const file of files) {
     if (isTestFile(file)) continue;
     const targets = new Set();
-    for (const ref of references(file, readFileSync(file, "utf8"))) {
-      for (let n = ref.length; n > 0; n--) {
-        const target = byModule.get(ref.slice(0, n).join("::"));
-        if (target) {
-          if (target !== file && !isTestFile(target)) targets.add(target);
-          break;
-        }
-      }
+    for (const ref of references(file, texts.get(file))) {
+      const target = targetOf(ref, byModule, aliases);
+      if (target && target !== file && !isTestFile(target)) targets.add(target);
     }
     edges.set(file, targets);
   }

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { test } from "node:test";
 import { ROOT } from "../scripts/lib/tools.mjs";
-import { cycles, expandUseTree, layerViolations, references, stripNonCode } from "../scripts/check-layers.mjs";
+import { cycles, expandUseTree, layerViolations, references, reexports, stripNonCode, targetOf } from "../scripts/check-layers.mjs";
 
 const src = (...parts) => join(ROOT, "src", ...parts);
 
@@ -44,6 +44,26 @@ test("stripNonCode drops test modules, comments and literals", () => {
   // The paths a file refers to, from what is left.
   const refs = references(src("run", "lease.rs"), text).map((p) => p.join("::"));
   assert.deepEqual(refs.sort(), ["after::raw_lookalike", "kept::Item", "tail::call"]);
+});
+
+test("a path through a re-export leads to the file that defines the name", () => {
+  const mod = src("wire", "mod.rs");
+  const value = src("wire", "value.rs");
+  const error = src("wire", "error.rs");
+  const text = "pub mod error;\npub mod value;\npub use error::{RouterError, RpcError as Thrown};\npub use value::*;\npub(crate) use value::Value;\n";
+  const aliases = new Map([[mod, reexports(mod, text)]]);
+  assert.deepEqual(aliases.get(mod).get("Value"), ["wire", "value", "Value"]);
+  assert.deepEqual(aliases.get(mod).get("Thrown"), ["wire", "error", "RpcError"]);
+  const byModule = new Map([
+    ["wire", mod],
+    ["wire::value", value],
+    ["wire::error", error],
+  ]);
+  assert.equal(targetOf(["wire", "Value"], byModule, aliases), value);
+  assert.equal(targetOf(["wire", "Thrown"], byModule, aliases), error);
+  assert.equal(targetOf(["wire", "value", "Map"], byModule, aliases), value);
+  assert.equal(targetOf(["wire", "Other"], byModule, aliases), mod, "a name the facade does not re-export is its own");
+  assert.equal(targetOf(["nowhere", "x"], byModule, aliases), null);
 });
 
 test("cycles finds a circle of files and nothing else", () => {
