@@ -11,17 +11,17 @@
 use super::claims::{read_record, release_owned};
 use super::publish::{legacy_publish_step, publish_step};
 use super::records::{natural_key, stored, string_arg};
+use super::visibility::{publication_visibility, read_visibility, visible, Visibility};
+use crate::protocol::hooks::Family;
 use crate::protocol::hooks::Owner;
-use crate::protocol::hooks::{Family, LEGACY_GET, LEGACY_PUBLISH};
 use crate::protocol::hop::Args;
 use crate::store::alarm::Alarm;
 use crate::store::Store;
 use crate::wire::router::Binding;
 use crate::wire::{RpcError, Value};
 
-/// The run DO method asked, and the answer that means "active".
+/// The run DO method asked.
 pub const LIFECYCLE_METHOD: &str = "getLifecycleStatus";
-pub const ACTIVE: &str = "active";
 /// What the shell's [`ShardHost::call`] throws when the runs namespace is not bound.
 pub const MISSING_RUNS_BINDING: &str = "world-celld hook index missing WORKFLOW_DB binding";
 
@@ -35,31 +35,11 @@ pub trait ShardHost {
     async fn call(&self, binding: Binding, name: &str, method: &str, args: Vec<Value>) -> Result<Value, RpcError>;
 }
 
-/// Which run lifecycle statuses let a hook be read and published.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Visibility {
-    /// The reference's rule (`get`, `finalize`/`publish`): `"active"` only.
-    Active,
-    /// The 0.3 facade's (`legacyGet`, `legacyPublish`): anything but `"terminal"` and
-    /// `"expired"`. The 0.3 IndexDO checked no lifecycle, and its contract (and golden
-    /// recordings) include hooks indexed for a run the run DO does not hold (`"missing"`);
-    /// an ended run still hides its hooks.
-    NotEnded,
-}
-
 /// `runIsActive(runId)`: `WorkflowRunDO(runId).getLifecycleStatus() === "active"` (or, for
 /// [`Visibility::NotEnded`], neither `"terminal"` nor `"expired"`).
 pub async fn run_is_active<H: ShardHost>(host: &H, run_id: &str, visibility: Visibility) -> Result<bool, RpcError> {
     let status = host.call(Binding::Runs, run_id, LIFECYCLE_METHOD, Vec::new()).await?;
     Ok(visible(&status, visibility))
-}
-
-/// Whether a lifecycle status lets a hook be read and published under `visibility`.
-fn visible(status: &Value, visibility: Visibility) -> bool {
-    match visibility {
-        Visibility::Active => status.as_str() == Some(ACTIVE),
-        Visibility::NotEnded => !matches!(status.as_str(), Some("terminal" | "expired")),
-    }
 }
 
 /// `get(K)` → the serialized hook, or `null` when absent, empty, or its run is not
@@ -111,15 +91,6 @@ pub fn get_step(
     }
 }
 
-/// The read method (`get` or `legacyGet`) with its visibility rule, `None` for any other.
-pub fn read_visibility(method: &str) -> Option<Visibility> {
-    match method {
-        "get" => Some(Visibility::Active),
-        LEGACY_GET => Some(Visibility::NotEnded),
-        _ => None,
-    }
-}
-
 /// `finalize(token, serialized, owner, claimId?)` / `publish(hookId, serialized, owner, claimId?)`
 /// → `{stored}`. When the owner's run is not active, the owner's record and claim are
 /// released and nothing is published; otherwise [`publish_step`] (for `legacyPublish`:
@@ -164,18 +135,6 @@ pub fn publish_with_status(
     publish_decided(store, family, visibility, now, key, owner, active, args)
 }
 
-/// The visibility rule of a publication method (`legacyPublish`: the 0.3 facade's; the
-/// reference's `finalize`/`publish`: active only), `None` for any other method.
-pub fn publication_visibility(family: Family, method: &str) -> Option<Visibility> {
-    if method == LEGACY_PUBLISH {
-        Some(Visibility::NotEnded)
-    } else if method == family.publish_method() {
-        Some(Visibility::Active)
-    } else {
-        None
-    }
-}
-
 /// The storage half of [`publish`], once the run's lifecycle is known: release the
 /// owner's record and claim (`active` false), else publish.
 #[allow(clippy::too_many_arguments)]
@@ -199,11 +158,6 @@ fn publish_decided(
         Visibility::Active => publish_step(store, family, now, &key, serialized, &owner, claim_id),
         Visibility::NotEnded => legacy_publish_step(store, family, now, &key, serialized, &owner),
     }
-}
-
-/// Is `method` one of the lifecycle-checked methods (which need [`call`] and a host)?
-pub fn is_lifecycle_checked(family: Family, method: &str) -> bool {
-    read_visibility(method).is_some() || publication_visibility(family, method).is_some()
 }
 
 /// Dispatch any method of the class: the lifecycle-checked ones through the driver (by

@@ -13,6 +13,8 @@
 //! * [`publish`] — the storage step of `finalize` / `publish`;
 //! * [`driver`] — `get` and `finalize` / `publish`, which ask the owner's run DO
 //!   `getLifecycleStatus()` first, generic over a [`driver::ShardHost`];
+//! * [`visibility`] — which methods ask the run DO first, and which statuses then let a
+//!   hook be read or published;
 //! * [`compaction`] — the alarm; [`keys`] and [`records`] — keys and stored records.
 //!
 //! What differs between the two classes ([`Family`]), the owner and the release entries
@@ -33,6 +35,7 @@ pub mod driver;
 pub mod keys;
 pub mod publish;
 pub mod records;
+pub mod visibility;
 
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
@@ -64,7 +67,7 @@ pub fn call(store: &mut dyn Store, family: Family, now: i64, alarm: &mut Alarm, 
         "releaseBatch" => claims::release_batch(store, family, args),
         "legacyReleaseBatch" => claims::legacy_release_batch(store, family, args),
         "claimOf" => claims::claim_of(store, now, args),
-        m if driver::is_lifecycle_checked(family, m) => {
+        m if visibility::is_lifecycle_checked(family, m) => {
             Err(RpcError::error(format!("{}.{m} asks the run DO: dispatch it with hook_shard::driver::call", family.class())))
         }
         other => Err(RpcError::type_error(format!("{}.{other} is not a function", family.class()))),

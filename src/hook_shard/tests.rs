@@ -163,7 +163,8 @@ fn get_ignores_an_empty_record_and_asks_the_owner_run() {
 /// record's current owner is asked for again.
 #[test]
 fn get_in_steps_is_the_drivers_get() {
-    use super::driver::{get_step, read_visibility, GetStep};
+    use super::driver::{get_step, GetStep};
+    use super::visibility::read_visibility;
     use crate::protocol::hooks::LEGACY_GET;
     use crate::protocol::hop::Args;
     use crate::store::{Store, Stored};
@@ -344,7 +345,7 @@ fn unknown_methods_and_lifecycle_methods_in_the_sync_dispatcher() {
         assert_eq!(e, RpcError::type_error(format!("{}.nope is not a function", family.class())));
         let e = super::call(&mut store, family, T0, &mut Alarm::unknown(), family.publish_method(), Args(&[])).unwrap_err();
         assert_eq!(e.name, "Error");
-        assert!(super::driver::is_lifecycle_checked(family, "get"));
+        assert!(super::visibility::is_lifecycle_checked(family, "get"));
     }
 }
 
@@ -510,7 +511,8 @@ fn legacy_publish_takes_the_callers_lifecycle_status() {
 /// (`driver::passed_status` finds none: the call goes the asynchronous way and asks).
 #[test]
 fn publish_with_status_is_the_drivers_publish_without_the_ask() {
-    use super::driver::{passed_status, publication_visibility, publish_with_status};
+    use super::driver::{passed_status, publish_with_status};
+    use super::visibility::publication_visibility;
     use crate::protocol::hooks::LEGACY_PUBLISH;
     use crate::protocol::hop::Args;
     use crate::store::Store;

@@ -17,7 +17,7 @@ use crate::wire::{js, Map, RpcError, Value};
 pub const MAX_RELEASE_BATCH: usize = 64;
 
 /// The 0.3 facade's `get`: visible unless the owner's run is terminal or expired
-/// ([`crate::hook_shard::driver::Visibility::NotEnded`]).
+/// ([`crate::hook_shard::visibility::Visibility::NotEnded`]).
 pub const LEGACY_GET: &str = "legacyGet";
 /// The 0.3 facade's `finalize` / `publish`, with the same lifecycle rule.
 pub const LEGACY_PUBLISH: &str = "legacyPublish";

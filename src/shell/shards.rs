@@ -272,8 +272,8 @@ impl HookShard {
         let family = self.family;
         let current = class_alarm(current);
         let reads_alarm = crate::hook_shard::reads_alarm(method);
-        let publication = hook_driver::publication_visibility(family, method);
-        let read = hook_driver::read_visibility(method);
+        let publication = crate::hook_shard::visibility::publication_visibility(family, method);
+        let read = crate::hook_shard::visibility::read_visibility(method);
         if reads_alarm && current.is_none() {
             return go_async();
         }

@@ -24,7 +24,11 @@ use super::records::{
     chunk_wire_bytes, decode_chunk, fence_value, get_size, put_chunk, put_size, value_wire_len, StreamFailure, StreamMeta, StreamState,
     MAX_COUNT,
 };
-use super::run_id;
+
+/// The first argument, the caller's run id (both roles' methods take it first).
+pub(super) fn run_id<'a>(args: Args<'a>) -> Result<&'a str, RpcError> {
+    args.raw(0).and_then(Value::as_str).ok_or_else(|| RpcError::type_error("runId must be a string"))
+}
 
 /// Why a chunk-role call is refused (all plain `Error`s, HTTP 500, except the protocol's).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -58,11 +58,6 @@ pub fn write_frame(store: &mut dyn Store, run_id: &str, body: &[u8]) -> Result<[
     chunks::write_chunks(store, run_id, &chunks)
 }
 
-/// The first argument, the caller's run id.
-fn run_id<'a>(args: Args<'a>) -> Result<&'a str, RpcError> {
-    args.raw(0).and_then(Value::as_str).ok_or_else(|| RpcError::type_error("runId must be a string"))
-}
-
 #[cfg(test)]
 mod golden040;
 #[cfg(test)]

@@ -7,10 +7,9 @@ use crate::protocol::hop::Args;
 use crate::store::{js_args, slot, ListOptions, Store};
 use crate::wire::{js, RpcError, Value};
 
-use super::chunks::bounded_limit;
+use super::chunks::{bounded_limit, run_id};
 use super::keys;
 use super::records::RegistryExpiry;
-use super::run_id;
 
 fn owner(store: &mut dyn Store) -> Result<Option<String>, RpcError> {
     store.get(keys::REGISTRY_OWNER)?.map(|text| slot::decode(keys::REGISTRY_OWNER, &text).map(|v| js::to_js_string(Some(&v)))).transpose()
