@@ -261,7 +261,7 @@ pub struct EventCtx<'a> {
     pub now: i64,
     pub occurred_at: Option<&'a Value>,
     pub resume_id: Option<&'a Value>,
-    /// The call's effective spec version ([`crate::run::apply::Apply::spec_version`]).
+    /// The call's effective spec version ([`crate::run::apply::context::Apply::spec_version`]).
     pub spec_version: &'a Value,
 }
 

@@ -5,8 +5,8 @@
 
 use std::collections::BTreeSet;
 
+use super::context::{member, Apply};
 use super::outcome::{fail, Code, Outcome, Success};
-use super::{member, Apply};
 use crate::run::keys;
 use crate::run::records::Record;
 use crate::run::validate::attributes::{allow_reserved, apply_changes, changes_from, validate_changes};

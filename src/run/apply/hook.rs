@@ -5,8 +5,8 @@
 //! Runs inside `applyEvent`'s transaction; calls no other object (the token holder comes
 //! with the request).
 
+use super::context::Apply;
 use super::outcome::{fail, Code, Outcome, Success};
-use super::Apply;
 use crate::run::keys;
 use crate::run::records::Record;
 use crate::run::validate::{compact, parse_object, schemas};

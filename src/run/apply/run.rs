@@ -3,8 +3,8 @@
 //!
 //! Runs inside `applyEvent`'s transaction; calls no other object.
 
+use super::context::Apply;
 use super::outcome::{fail, Code, Outcome, Success};
-use super::Apply;
 use crate::run::keys;
 use crate::run::records::{structured_error, Record};
 use crate::run::validate::attributes::{allow_reserved, changes_from_record, validate_changes, Change};

@@ -3,8 +3,8 @@
 //!
 //! Runs inside `applyEvent`'s transaction; calls no other object.
 
+use super::context::{is_child_entity_creation, Apply};
 use super::outcome::{fail, Code, Failure, Outcome, Success};
-use super::{is_child_entity_creation, Apply};
 use crate::run::keys;
 use crate::run::records::{is_terminal_run_status, is_terminal_step_status, structured_error, Record};
 use crate::run::validate::{compact, parse_object, schemas};

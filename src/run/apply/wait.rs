@@ -2,8 +2,8 @@
 //!
 //! Runs inside `applyEvent`'s transaction; calls no other object.
 
+use super::context::Apply;
 use super::outcome::{fail, Code, Outcome, Success};
-use super::Apply;
 use crate::run::keys;
 use crate::run::records::Record;
 use crate::run::validate::{parse_object, schemas};
