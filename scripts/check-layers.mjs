@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 // The layering check (.ci/run, after the lint; tests/check-layers.test.mjs checks it on
-// synthetic input): reads every `use crate::…`, `use super::…` and inline
-// `crate::…` path in src/**/*.rs, maps each to the file of the module it names (through
-// re-exports: `crate::wire::Value` is wire/value.rs, where `Value` is defined), and fails
-// when
+// synthetic input): reads every `use` and inline path starting with `crate`, `super`,
+// `self` or one of the file's own child modules in src/**/*.rs, maps each to the file of
+// the module it names (through re-exports: `crate::wire::Value` is wire/value.rs, where
+// `Value` is defined), and fails when
 //   * files import each other in a circle (any strongly connected set of two or more), or
 //   * a file imports a module of a higher layer, or a core imports another core
 //     (cores know each other only through `protocol`).
@@ -216,21 +216,26 @@ export function reexports(file, text) {
 
 /**
  * The module paths a file refers to (absolute, without the `crate` root): its `use` trees
- * and inline paths starting with `crate`, `super` or `self`. (A path through a module's
- * re-export is followed to where the name is defined: see [`reexports`], `buildGraph`.)
+ * and inline paths starting with `crate`, `super`, `self` or one of its own child modules
+ * (a `mod.rs` that dispatches to `chunks::…` depends on chunks.rs). A module re-exporting
+ * its own child (`pub use child::Name;`) is a facade, not a reference: a path through it
+ * is followed to the child (see [`reexports`], [`targetOf`]).
  */
 export function references(file, text) {
   const code = stripNonCode(text);
-  const resolve = resolver(modulePath(file), new Set());
+  const kids = children(code);
+  const resolve = resolver(modulePath(file), kids);
   const refs = [];
-  for (const m of code.matchAll(/\buse\s+((?:crate|super|self)\b[^;]*);/g)) {
-    for (const p of expandUseTree(m[1])) {
+  for (const m of code.matchAll(/\b(pub(?:\([^)]*\))?\s+)?use\s+([^;]*);/g)) {
+    for (const p of expandUseTree(m[2])) {
+      if (m[1] && (kids.has(p[0]) || (p[0] === "self" && kids.has(p[1])))) continue;
       const r = resolve(p.filter((x) => x !== "*"));
       if (r) refs.push(r);
     }
   }
-  const noUse = code.replace(/\buse\s+[^;]*;/g, "");
-  for (const m of noUse.matchAll(/\b(crate|super)((?:::\w+)+)/g)) {
+  const noUse = code.replace(/\buse\s+[^;]*;/g, "").replace(/\bmod\s+\w+\s*;/g, "");
+  for (const m of noUse.matchAll(/(?<![\w:])(\w+)((?:::\w+)+)/g)) {
+    if (m[1] !== "crate" && m[1] !== "super" && !kids.has(m[1])) continue;
     const r = resolve([m[1], ...m[2].split("::").filter(Boolean)]);
     if (r) refs.push(r);
   }

@@ -46,6 +46,20 @@ test("stripNonCode drops test modules, comments and literals", () => {
   assert.deepEqual(refs.sort(), ["after::raw_lookalike", "kept::Item", "tail::call"]);
 });
 
+test("a module refers to the children it uses, not to those it only re-exports", () => {
+  const text = [
+    "mod chunks;",
+    "pub mod keys;",
+    "#[cfg(test)]",
+    "mod tests;",
+    "pub use keys::Key;",
+    "use chunks::write;",
+    "fn f() { chunks::read(); other::x(); keys::Y; let _ = Self::chunks; }",
+  ].join("\n");
+  const refs = references(src("stream", "mod.rs"), text).map((p) => p.join("::"));
+  assert.deepEqual(refs.sort(), ["stream::chunks::read", "stream::chunks::write", "stream::keys::Y"]);
+});
+
 test("a path through a re-export leads to the file that defines the name", () => {
   const mod = src("wire", "mod.rs");
   const value = src("wire", "value.rs");
