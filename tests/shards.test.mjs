@@ -136,7 +136,7 @@ test("HookTokenDO/HookIdDO: reserve, lifecycle-checked finalize/publish and get,
 });
 
 test("alarm readers (hook reserve, catalog expireRun/expireKeys) arm their compaction from the alarm in place, never later than it", async () => {
-  // src/lifecycle.rs: a claim's deadline is reserve time + HOOK_CLAIM_LEASE_MS; a fence's
+  // src/protocol/lifecycle.rs: a claim's deadline is reserve time + HOOK_CLAIM_LEASE_MS; a fence's
   // compaction is expiry time + CATALOG_FENCE_GRACE_MS.
   const CLAIM_LEASE = 7 * 300_000 + 2 * 900;
   const FENCE_GRACE = 300_000 + (3 * 300_000 + 900);
