@@ -164,7 +164,10 @@ pub fn claim_at_most(
         recovered += 1;
         store.delete(lease)?;
         let message_id = inflight_message_id(lease).to_string();
-        if let Some(row) = get_row(store, &message_id)? {
+        if let Some(mut row) = get_row(store, &message_id)? {
+            // The lost delivery may have reached the app: the next one is a redelivery.
+            row.set(LOST_DELIVERIES, Value::num(row.lost_deliveries() + 1.0));
+            put_value(store, &msg_key(&message_id), &row.to_value())?;
             let schedule = due_key(now, &message_id);
             put_value(store, &schedule, &Value::str(message_id.as_str()))?;
             put_run_reference(store, &row, Slot::Due(&schedule))?;
@@ -332,7 +335,7 @@ pub fn build_request(row: &Row, config: &Config) -> OutboundRequest {
         ("content-type", "application/json".to_string()),
         ("x-vqs-queue-name", to_js_string(row.member("queueName"))),
         ("x-vqs-message-id", to_js_string(row.member("messageId"))),
-        ("x-vqs-message-attempt", number_to_string(row.attempt() + 1.0)),
+        ("x-vqs-message-attempt", number_to_string(row.next_delivery_attempt())),
     ];
     if let Some(secret) = config.callback_secret.as_deref().filter(|s| !s.is_empty()) {
         headers.push(("x-workflow-callback-secret", secret.to_string()));

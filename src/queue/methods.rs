@@ -226,6 +226,7 @@ pub fn redrive_dead_letter(
         let mut row = dead;
         row.remove("failedAt");
         row.remove("lastError");
+        row.remove(LOST_DELIVERIES);
         row.set("attempt", Value::num(0.0));
 
         if let Some(k) = row.idempotency_key() {

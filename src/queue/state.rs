@@ -165,7 +165,25 @@ impl Row {
     pub fn attempt(&self) -> f64 {
         self.member("attempt").and_then(Value::as_f64).unwrap_or(0.0)
     }
+    /// Deliveries whose outcome was lost (our extension, [`LOST_DELIVERIES`]).
+    pub fn lost_deliveries(&self) -> f64 {
+        self.member(LOST_DELIVERIES).and_then(Value::as_f64).unwrap_or(0.0)
+    }
+    /// The wire attempt of the row's next delivery (`x-vqs-message-attempt`): one more than
+    /// the deliveries made so far, failed or lost. 1 only on a message's first delivery.
+    pub fn next_delivery_attempt(&self) -> f64 {
+        self.attempt() + self.lost_deliveries() + 1.0
+    }
 }
+
+/// Row member counting deliveries whose outcome was lost: a claim recovered because its
+/// instance died or its deadline passed while the delivery was in flight. The app may have
+/// received and run such a delivery, so the next one must not present itself as the first
+/// (`x-vqs-message-attempt: 1`): runtime 5.0.0-beta.42 takes attempt 1 for a message's first
+/// delivery and then runs the run's steps without reading its event log ("turbo"), running
+/// completed steps again. Lost deliveries are not failures: they never dead-letter a
+/// message (`attempt` alone does, as in the reference). Absent on rows that lost none.
+pub const LOST_DELIVERIES: &str = "lostDeliveries";
 
 /// Read `msg:<id>`.
 pub fn get_row(store: &mut dyn Store, message_id: &str) -> StoreResult<Option<Row>> {

@@ -4,7 +4,7 @@
 use super::run_sim::*;
 use super::sim::*;
 use super::T0;
-use crate::queue::delivery::{claim, ClaimMemo, Outcome, Settled};
+use crate::queue::delivery::{build_request, claim, ClaimMemo, Outcome, Settled};
 
 use crate::queue::state::{self, FENCE_COMPACTION_GRACE_MS};
 use crate::queue::*;
@@ -252,4 +252,50 @@ fn claims_with_the_memo_are_the_claims_without_it() {
         }
     }
     assert!(known * 2 > claims, "the memo answered {known} of {claims} claims");
+}
+
+/// The delivery a dead instance lost may have reached the app and run there: its
+/// redelivery must not say attempt 1 (runtime 5.0.0-beta.42 takes attempt 1 for a
+/// message's first delivery and then skips the run's event log, running completed steps
+/// again). It says 2, then 3 after a second loss; losses never dead-letter the message.
+#[test]
+fn a_redelivery_after_a_lost_delivery_is_never_attempt_1() {
+    let mut sim = Sim::new();
+    sim.config.queue_max_attempts = 2;
+    sim.enqueue(with(request("m1"), "runId", Value::str("wrun_1")));
+    sim.now += 1;
+    let config = sim.config.clone();
+    let mut alarm = Alarm::unknown();
+    let first = sim.claim_only();
+    assert_eq!(header(&build_request(&first[0].row, &config), "x-vqs-message-attempt"), Some("1"));
+    // Two instances die in turn with the delivery in flight; each next instance recovers it.
+    for lost in 1..=2 {
+        sim.now += 5;
+        let now = sim.now;
+        let rows = sim.store.transaction(|s| claim(s, now, &config, &mut alarm, &|_| false)).unwrap();
+        assert_eq!(rows.len(), 1);
+        let expected = (lost + 1).to_string();
+        assert_eq!(header(&build_request(&rows[0].row, &config), "x-vqs-message-attempt"), Some(expected.as_str()));
+        let row = state::get_row(&mut sim.store, "m1").unwrap().unwrap();
+        assert_eq!(row.attempt(), 0.0, "a lost delivery is not a failure");
+        assert_eq!(row.lost_deliveries(), f64::from(lost));
+    }
+    // The same goes for a claim whose deadline passed in a live instance.
+    sim.now += 330_000;
+    let now = sim.now;
+    let rows = sim.store.transaction(|s| claim(s, now, &config, &mut alarm, &|_| true)).unwrap();
+    assert_eq!(header(&build_request(&rows[0].row, &config), "x-vqs-message-attempt"), Some("4"));
+    // One real failure with QUEUE_MAX_ATTEMPTS 2 retries (losses did not use up attempts);
+    // the retry is attempt 5 on the wire.
+    assert_eq!(sim.settle_row(&rows[0], &status(500)), Settled::Retrying);
+    let row = state::get_row(&mut sim.store, "m1").unwrap().unwrap();
+    assert_eq!((row.attempt(), row.lost_deliveries()), (1.0, 3.0));
+    assert_eq!(header(&build_request(&row, &config), "x-vqs-message-attempt"), Some("5"));
+    // A redriven dead letter starts again at attempt 1.
+    sim.run_until(sim.now + 100_000, &mut |_| status(500));
+    assert_eq!(sim.stats().2, 1.0);
+    sim.ok_rpc("redriveDeadLetter", vec![Value::str("m1")]);
+    let row = state::get_row(&mut sim.store, "m1").unwrap().unwrap();
+    assert_eq!((row.attempt(), row.lost_deliveries()), (0.0, 0.0));
+    assert_eq!(header(&build_request(&row, &config), "x-vqs-message-attempt"), Some("1"));
 }
