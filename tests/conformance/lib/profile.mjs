@@ -24,7 +24,13 @@ export function node22(profile) {
   return { node: join(bin, "node"), path: `${bin}:${process.env.PATH}` };
 }
 
-/** `npm ci` in the profile when its node_modules is missing or older than its lockfile. */
+/**
+ * Installs the profile from its lockfile when its node_modules is missing or older than the
+ * lockfile. `npm install --no-save`, not `npm ci`: the lockfile leaves out optional platform
+ * packages the registry does not serve at the locked version (cbor-extract's), which
+ * `npm ci` refuses as "not in sync"; `install` takes the lockfile's versions all the same
+ * and writes nothing back.
+ */
 export function ensureProfile(profile) {
   if (!PROFILES[profile]) throw new Error(`unknown profile ${profile} (${Object.keys(PROFILES).join(", ")})`);
   const dir = profileDir(profile);
@@ -32,8 +38,8 @@ export function ensureProfile(profile) {
   const lock = join(dir, "package-lock.json");
   if (existsSync(marker) && statSync(marker).mtimeMs >= statSync(lock).mtimeMs && existsSync(node22(profile).node)) return;
   log(`installing profile ${profile} (runtime ${PROFILES[profile].runtime})`);
-  const r = spawnSync("npm", ["ci", "--no-audit", "--no-fund", "--loglevel=error"], { cwd: dir, stdio: "inherit" });
-  if (r.status !== 0) throw new Error(`npm ci in ${dir} failed (exit ${r.status})`);
+  const r = spawnSync("npm", ["install", "--no-save", "--no-audit", "--no-fund", "--loglevel=error"], { cwd: dir, stdio: "inherit" });
+  if (r.status !== 0) throw new Error(`npm install in ${dir} failed (exit ${r.status})`);
 }
 
 function newestMtime(dir) {
