@@ -49,6 +49,30 @@ export function readWranglerConfig() {
   return { compatibilityDate, compatibilityFlags, durableObjects };
 }
 
+/**
+ * Miniflare's options for serving a build of this worker (the module at `scriptPath` and its
+ * wasm beside it) as wrangler.toml declares it: compatibility settings and every Durable
+ * Object binding, less `omitBindings`, or only `bindings` when given.
+ */
+export function workerModuleOptions(scriptPath, { omitBindings = [], bindings } = {}) {
+  const cfg = readWranglerConfig();
+  const durableObjects = {};
+  for (const [name, className] of Object.entries(cfg.durableObjects)) {
+    if (omitBindings.includes(name)) continue;
+    if (bindings && !bindings.includes(name)) continue;
+    durableObjects[name] = { className, useSQLite: true };
+  }
+  return {
+    scriptPath,
+    modules: true,
+    modulesRoot: dirname(scriptPath),
+    modulesRules: [{ type: "CompiledWasm", include: ["**/*.wasm"], fallthrough: true }],
+    compatibilityDate: cfg.compatibilityDate,
+    compatibilityFlags: cfg.compatibilityFlags,
+    durableObjects,
+  };
+}
+
 export async function startWorker(options = {}) {
   const {
     vars = STANDARD_VARS,
@@ -66,21 +90,8 @@ export async function startWorker(options = {}) {
   if (!existsSync(scriptPath)) {
     throw new Error(`${scriptPath} is missing: run \`npm run build\` first`);
   }
-  const cfg = readWranglerConfig();
-  const durableObjects = {};
-  for (const [name, className] of Object.entries(cfg.durableObjects)) {
-    if (omitBindings.includes(name)) continue;
-    if (bindings && !bindings.includes(name)) continue;
-    durableObjects[name] = { className, useSQLite: true };
-  }
   const mfOptions = {
-    scriptPath,
-    modules: true,
-    modulesRoot: dirname(scriptPath),
-    modulesRules: [{ type: "CompiledWasm", include: ["**/*.wasm"], fallthrough: true }],
-    compatibilityDate: cfg.compatibilityDate,
-    compatibilityFlags: cfg.compatibilityFlags,
-    durableObjects,
+    ...workerModuleOptions(scriptPath, { omitBindings, bindings }),
     bindings: { ...vars },
     host,
     port,

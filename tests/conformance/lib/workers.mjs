@@ -13,7 +13,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from "node
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Log, LogLevel, Miniflare } from "miniflare";
-import { readWranglerConfig, SCRIPT_PATH } from "../../lib/harness.mjs";
+import { SCRIPT_PATH, workerModuleOptions } from "../../lib/harness.mjs";
 
 export const CONFORMANCE = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 export const ROOT = resolve(CONFORMANCE, "..", "..");
@@ -150,19 +150,7 @@ export async function startServer({ server = "ours", client = "0.3", vars = {}, 
   let options;
   if (server === "ours") {
     if (!existsSync(SCRIPT_PATH)) throw new Error(`${SCRIPT_PATH} is missing: run \`npm run build\` first`);
-    const cfg = readWranglerConfig();
-    const durableObjects = {};
-    for (const [name, className] of Object.entries(cfg.durableObjects)) durableObjects[name] = { className, useSQLite: true };
-    const scriptPath = wrapEntry ? await wrapEntry(SCRIPT_PATH, { server, client }) : SCRIPT_PATH;
-    options = {
-      scriptPath,
-      modules: true,
-      modulesRoot: dirname(scriptPath),
-      modulesRules: [{ type: "CompiledWasm", include: ["**/*.wasm"], fallthrough: true }],
-      compatibilityDate: cfg.compatibilityDate,
-      compatibilityFlags: cfg.compatibilityFlags,
-      durableObjects,
-    };
+    options = workerModuleOptions(wrapEntry ? await wrapEntry(SCRIPT_PATH, { server, client }) : SCRIPT_PATH);
   } else if (server === "reference") {
     const bundle = await referenceBundle(client, profile);
     const scriptPath = wrapEntry ? await wrapEntry(bundle, { server, client }) : bundle;
