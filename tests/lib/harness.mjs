@@ -73,6 +73,16 @@ export function workerModuleOptions(scriptPath, { omitBindings = [], bindings } 
   };
 }
 
+/** The instance's URL once it serves; if it cannot start, it is disposed and the error thrown. */
+export async function readyOrDisposed(mf) {
+  try {
+    return await mf.ready;
+  } catch (err) {
+    await mf.dispose().catch(() => {});
+    throw err;
+  }
+}
+
 export async function startWorker(options = {}) {
   const {
     vars = STANDARD_VARS,
@@ -105,13 +115,7 @@ export async function startWorker(options = {}) {
   // V8 inspector of the workerd isolate (scripts/profile.mjs).
   if (inspectorPort !== undefined) mfOptions.inspectorPort = inspectorPort;
   const mf = new Miniflare(mfOptions);
-  let url;
-  try {
-    url = await mf.ready;
-  } catch (err) {
-    await mf.dispose().catch(() => {});
-    throw err;
-  }
+  const url = await readyOrDisposed(mf);
   const secret = vars.WORLD_SECRET ?? null;
   // transport "http": node:http with a keep-alive agent instead of fetch (see rpc.mjs).
   const agent = transport === "http" ? keepAliveAgent() : undefined;

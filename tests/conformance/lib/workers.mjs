@@ -13,7 +13,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from "node
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Log, LogLevel, Miniflare } from "miniflare";
-import { SCRIPT_PATH, workerModuleOptions } from "../../lib/harness.mjs";
+import { readyOrDisposed, SCRIPT_PATH, workerModuleOptions } from "../../lib/harness.mjs";
 
 export const CONFORMANCE = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 export const ROOT = resolve(CONFORMANCE, "..", "..");
@@ -175,13 +175,7 @@ export async function startServer({ server = "ours", client = "0.3", vars = {}, 
     ...(persistDir ? { durableObjectsPersist: persistDir } : {}),
     log: verbose || process.env.MINIFLARE_VERBOSE === "1" ? new Log(LogLevel.DEBUG) : new Log(LogLevel.WARN),
   });
-  let url;
-  try {
-    url = await mf.ready;
-  } catch (err) {
-    await mf.dispose().catch(() => {});
-    throw err;
-  }
+  const url = await readyOrDisposed(mf);
   // Only our own children: a workerd another process started meanwhile is not this server's.
   const mine = workerdPids().filter((p) => !before.has(p) && isDescendant(p));
   const base = url.href.replace(/\/$/, "");
