@@ -15,6 +15,8 @@ pub struct Config {
     pub queue_delivery_timeout_ms: u64,
     /// Raw `WORKFLOW_MAX_EVENTS`; the run core applies `getMaxEventsPerRun`'s rules.
     pub workflow_max_events: Option<String>,
+    /// Raw `WORKFLOW_CORRELATION_INDEX` (see [`Config::correlation_index`]).
+    pub correlation_index: Option<String>,
 }
 
 pub const DEFAULT_QUEUE_MAX_ATTEMPTS: u32 = 5;
@@ -30,6 +32,7 @@ impl Default for Config {
             queue_max_inflight: DEFAULT_QUEUE_MAX_INFLIGHT,
             queue_delivery_timeout_ms: DEFAULT_QUEUE_DELIVERY_TIMEOUT_MS,
             workflow_max_events: None,
+            correlation_index: None,
         }
     }
 }
@@ -44,6 +47,7 @@ pub const MAX_QUEUE_DELIVERY_TIMEOUT_MS: u64 = 300_000;
 pub enum ConfigError {
     QueueMaxInflight,
     QueueDeliveryTimeout,
+    CorrelationIndex,
 }
 
 impl ConfigError {
@@ -51,6 +55,7 @@ impl ConfigError {
         match self {
             ConfigError::QueueMaxInflight => "QUEUE_MAX_INFLIGHT must be at most 128",
             ConfigError::QueueDeliveryTimeout => "QUEUE_DELIVERY_TIMEOUT_MS must be at most 300000",
+            ConfigError::CorrelationIndex => "WORKFLOW_CORRELATION_INDEX must be \"on\" or \"off\"",
         }
     }
 }
@@ -78,6 +83,22 @@ impl Config {
         Ok(self.queue_delivery_timeout_ms)
     }
 
+    /// `WORKFLOW_CORRELATION_INDEX`: whether the 0.3 client's `correlation:` index keys are
+    /// kept. `off` (the default, also when unset or `""`): the facade answers their
+    /// `putOwned` with `{"stored":true}` without a hop, and the run DO writes no
+    /// `retention:index:` marker for them: spec-0.4 README's facade ("accept and discard,
+    /// since nothing reads them"; the 0.3.0 client's `listByCorrelationId` scans the run's
+    /// events). `on`: they are stored on the run's catalog shard, readable with the raw
+    /// index `get`/`list`, and expired with the run, as the 0.3.0 reference did (its golden
+    /// files are replayed so). Any other value is refused.
+    pub fn correlation_index(&self) -> Result<bool, ConfigError> {
+        match self.correlation_index.as_deref() {
+            None | Some("" | "off") => Ok(false),
+            Some("on") => Ok(true),
+            Some(_) => Err(ConfigError::CorrelationIndex),
+        }
+    }
+
     /// Build from an environment lookup (variable name → string value, if set).
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Config {
         let non_empty = |name: &str| get(name).filter(|v| !v.is_empty());
@@ -95,6 +116,7 @@ impl Config {
             queue_delivery_timeout_ms: positive_int(get("QUEUE_DELIVERY_TIMEOUT_MS").as_deref())
                 .unwrap_or(DEFAULT_QUEUE_DELIVERY_TIMEOUT_MS),
             workflow_max_events: get("WORKFLOW_MAX_EVENTS"),
+            correlation_index: get("WORKFLOW_CORRELATION_INDEX"),
         }
     }
 }
@@ -192,6 +214,20 @@ mod tests {
         assert_eq!(positive_int(Some("+3")), Some(3));
         for bad in [None, Some(""), Some("abc"), Some("0"), Some("-4"), Some("  ")] {
             assert_eq!(positive_int(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn correlation_index_setting() {
+        let of = |v: Option<&'static str>| {
+            Config::from_lookup(move |k| (k == "WORKFLOW_CORRELATION_INDEX").then_some(v).flatten().map(String::from))
+        };
+        for off in [None, Some(""), Some("off")] {
+            assert_eq!(of(off).correlation_index(), Ok(false), "{off:?}");
+        }
+        assert_eq!(of(Some("on")).correlation_index(), Ok(true));
+        for bad in ["OFF", "false", "0", " off"] {
+            assert_eq!(of(Some(bad)).correlation_index(), Err(ConfigError::CorrelationIndex), "{bad}");
         }
     }
 

@@ -8,12 +8,14 @@
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { startWorker } from "./lib/harness.mjs";
+import { STANDARD_VARS, startWorker } from "./lib/harness.mjs";
 import { worldClient } from "./lib/world-client.mjs";
 
 let w;
 before(async () => {
-  w = await startWorker();
+  // The catalog fence test writes `correlation:` keys, which only the 0.3.0 reference's
+  // correlation index stores.
+  w = await startWorker({ vars: { ...STANDARD_VARS, WORKFLOW_CORRELATION_INDEX: "on" } });
 });
 after(async () => {
   await w?.dispose();

@@ -5,11 +5,13 @@
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { startWorker } from "./lib/harness.mjs";
+import { STANDARD_VARS, startWorker } from "./lib/harness.mjs";
 
 let w;
 before(async () => {
-  w = await startWorker();
+  // With the 0.3.0 reference's correlation index, so the facade's table is exercised for
+  // every key family; the default (no correlation index) has its own test below.
+  w = await startWorker({ vars: { ...STANDARD_VARS, WORKFLOW_CORRELATION_INDEX: "on" } });
 });
 after(async () => {
   await w?.dispose();
@@ -187,6 +189,35 @@ test("facade: run keys go to the run's catalog shard, correlation keys too; list
   assert.equal(await ix("get", ["kv:facade"]), "v");
   assert.deepEqual(await ix("putOwned", [runId, "kv:owned", "x"]), { stored: true });
   assert.equal(await ok("WORKFLOW_INDEX", "index", "get", ["kv:owned"]), "x");
+});
+
+test("facade by default: a correlation key's putOwned is answered without storing it; run keys are stored", async () => {
+  const plain = await startWorker();
+  try {
+    const put = (k, v) => plain.rpc.raw("index", "index", "putOwned", ["wrun_same", k, v]);
+    const corr = "correlation:c1:0000000000001:evnt_1:wrun_same";
+    const all = "runall:0000000000001:wrun_same";
+    for (const k of [corr, all]) {
+      const res = await put(k, "{}");
+      assert.deepEqual([res.status, res.value], [200, { stored: true }], k);
+    }
+    assert.equal(await plain.rpc("index", "index", "get", [corr]), null, "nothing was stored");
+    assert.deepEqual((await plain.rpc("index", "index", "list", [{ prefix: "correlation:" }])).keys, []);
+    assert.equal(await plain.rpc("index", "index", "get", [all]), "{}");
+    // Bad input is refused as the catalog shard refuses it.
+    const bad = await put(corr, 7);
+    assert.deepEqual([bad.status, bad.value?.error], [500, { name: "TypeError", message: "Run catalog metadata must be a string" }]);
+  } finally {
+    await plain.dispose();
+  }
+  // A setting that is neither on nor off fails those calls with its message.
+  const typo = await startWorker({ vars: { ...STANDARD_VARS, WORKFLOW_CORRELATION_INDEX: "false" } });
+  try {
+    const res = await typo.rpc.raw("index", "index", "putOwned", ["wrun_same", "correlation:c:1:e:wrun_same", "{}"]);
+    assert.deepEqual([res.status, res.value?.error], [500, { name: "Error", message: 'WORKFLOW_CORRELATION_INDEX must be "on" or "off"' }]);
+  } finally {
+    await typo.dispose();
+  }
 });
 
 test("facade: putOwned of a run key is refused once the run is expired", async () => {

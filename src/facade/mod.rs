@@ -17,7 +17,7 @@
 //! | `get(key)` | `hookid:<hookId>` | `hook-ids` shard of the hook id, `legacyGet(hookId)` (the same) |
 //! | `get(key)` | anything else | archive |
 //! | `putOwned(runId, key, value)` | `run:`, `runall:` | catalog shard of `runId`: refused (`{stored:false}`) when `runs/<runId>.getLifecycleStatus()` is `expired`, else `upsertKey`. The router's plan makes this the shard's `upsertRunKey`, which asks under a lifecycle lease (`crate::catalog::lease`); the driver (a stale migration view) asks each time |
-//! | `putOwned(runId, key, value)` | `correlation:` | catalog shard of `runId`: `upsertKey`, no lifecycle check (refused behind the catalog fence, as 0.3 refused behind its own). No client reads them, but tests and the 0.3 golden files do: this is their cheapest home — the same one hop as the run keys, spread over 16 shards |
+//! | `putOwned(runId, key, value)` | `correlation:` | catalog shard of `runId`: `upsertKey`, no lifecycle check (refused behind the catalog fence, as 0.3 refused behind its own). No client reads them, but tests and the 0.3 golden files do: this is their cheapest home — the same one hop as the run keys, spread over 16 shards. With `WORKFLOW_CORRELATION_INDEX=off`: `{"stored":true}` at once, nothing written ([`discarded_put`]) |
 //! | `putOwned(runId, key, value)` | anything else | archive |
 //! | `list(options)` | prefix `run:…` / `runall:…` / `correlation:…` | all 16 catalog shards (+ archive while migrating), merged ([`list`]) |
 //! | `list(options)` | any other prefix | archive |
@@ -206,6 +206,23 @@ pub const UPSERT_KEY: &str = "upsertKey";
 /// The arguments of [`UPSERT_KEY`].
 pub fn upsert_args(run_id: String, key: String, value: Value) -> Vec<Value> {
     vec![Value::String(run_id), Value::String(key), value]
+}
+
+/// The answer to a `putOwned` of a `correlation:` key ([`Route::PutKey`]) when the
+/// deployment keeps no correlation index (`WORKFLOW_CORRELATION_INDEX=off`,
+/// [`crate::config::Config::correlation_index`]): `{"stored":true}` and nothing written,
+/// as spec-0.4's facade recommends (no client reads these keys; the 0.3.0 client's
+/// `listByCorrelationId` scans the run's events). A value that is not a string is refused
+/// as the catalog shard would refuse it, and a bad setting with its message. `None`: the
+/// key is kept (route it).
+pub fn discarded_put(route: &Route, keep: Result<bool, crate::config::ConfigError>) -> Option<Result<Value, RpcError>> {
+    let Route::PutKey { value, .. } = route else { return None };
+    match keep {
+        Ok(true) => None,
+        Err(e) => Some(Err(e.into())),
+        Ok(false) if !matches!(value, Value::String(_)) => Some(Err(RpcError::type_error("Run catalog metadata must be a string"))),
+        Ok(false) => Some(Ok(Value::object([("stored", Value::Bool(true))]))),
+    }
 }
 
 /// The answer to a legacy `putOwned` that [`refuses_put`].

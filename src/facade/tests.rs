@@ -73,6 +73,29 @@ fn put_owned_routes_by_key_family() {
 }
 
 #[test]
+fn correlation_puts_are_discarded_only_when_the_index_is_off() {
+    use crate::config::ConfigError;
+    let put = |value: Value| route("putOwned", &[s("wrun_same"), s("correlation:c:1:e:wrun_same"), value], false).unwrap();
+    let meta = s(r#"{"runId":"wrun_same","eventId":"e"}"#);
+    assert_eq!(discarded_put(&put(meta.clone()), Ok(true)), None, "on: stored on the catalog shard");
+    assert_eq!(discarded_put(&put(meta.clone()), Ok(false)), Some(Ok(Value::object([("stored", Value::Bool(true))]))));
+    assert_eq!(
+        discarded_put(&put(Value::num(1)), Ok(false)),
+        Some(Err(RpcError::type_error("Run catalog metadata must be a string"))),
+        "bad input is refused as the shard would refuse it"
+    );
+    assert_eq!(
+        discarded_put(&put(meta.clone()), Err(ConfigError::CorrelationIndex)),
+        Some(Err(RpcError::error(r#"WORKFLOW_CORRELATION_INDEX must be "on" or "off""#)))
+    );
+    // Run keys and every other call are routed whatever the setting.
+    let run_key = route("putOwned", &[s("wrun_same"), s("runall:0000000000001:wrun_same"), meta.clone()], false).unwrap();
+    assert_eq!(discarded_put(&run_key, Ok(false)), None);
+    let get = route("get", &[s("correlation:c:1:e:wrun_same")], false).unwrap();
+    assert_eq!(discarded_put(&get, Ok(false)), None);
+}
+
+#[test]
 fn archive_methods_and_unknown_ones() {
     let request = opts(&[("runId", s("wrun_1"))]);
     assert_eq!(route("expireRun", std::slice::from_ref(&request), false), Ok(Route::ExpireRun(request)));

@@ -39,11 +39,14 @@ pub fn record_queue_shards(store: &mut dyn Store, s: &Success, cleanup: Option<&
 /// §6.9: correlation-index, hook-index and released-hook markers. `claimed`: the request
 /// carried a 0.4 `hookClaimId`; from then on the run is known to be driven by a 0.4 client,
 /// which publishes no correlation keys, so it gets no `retention:index:` markers.
-pub fn record_markers(store: &mut dyn Store, s: &Success, run_id: &str, claimed: bool) -> Result<(), RpcError> {
+/// `correlation_index`: the deployment keeps the 0.3 correlation index
+/// ([`crate::config::Config::correlation_index`]); when it does not, the facade stores no
+/// `correlation:` key, so there is nothing for a marker to find and none is written.
+pub fn record_markers(store: &mut dyn Store, s: &Success, run_id: &str, claimed: bool, correlation_index: bool) -> Result<(), RpcError> {
     if claimed && s.hook_to_index.is_some() {
         put_json(store, keys::RETENTION_CLAIMS, &true)?;
     }
-    let v04 = claimed || store.get(keys::RETENTION_CLAIMS)?.is_some();
+    let v04 = claimed || !correlation_index || store.get(keys::RETENTION_CLAIMS)?.is_some();
     if let Some(event) = s.event.as_ref().filter(|_| !v04) {
         if let (Some(correlation_id), Some(created), Some(event_id)) =
             (event.str("correlationId"), event.date("createdAt"), event.str("eventId"))

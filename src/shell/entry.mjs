@@ -118,7 +118,7 @@ async function facade(env, decision, body) {
   try {
     // One hop where the plan names it; else the facade's own calls.
     // Decided in JavaScript for speed: the plan's one hop is made here, not by the asynchronous Rust path.
-    const plan = wasm.facadePlan(method, body);
+    const plan = wasm.facadePlan(method, body, env.WORKFLOW_CORRELATION_INDEX);
     const ns = plan[0] === 2 ? env[plan[1]] : undefined;
     if (plan[0] === 1) reply = [plan[1], plan[2]];
     else if (ns) reply = await hop(ns, plan[2], plan[3], plan.length > 4 ? plan[4] : body);

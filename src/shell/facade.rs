@@ -20,7 +20,7 @@ use super::serve::{args_or_refusal, now_ms, result_reply};
 use crate::catalog::lease::UPSERT_RUN_KEY;
 use crate::facade::driver::{self, FacadeHost};
 use crate::facade::migrate::{self, MigrationCache};
-use crate::facade::{route, upsert_args, Route, LIFECYCLE_METHOD, UPSERT_KEY};
+use crate::facade::{discarded_put, route, upsert_args, Route, LIFECYCLE_METHOD, UPSERT_KEY};
 use crate::protocol::calls::Target;
 use crate::wire::router::Binding;
 use crate::wire::{RpcError, Value};
@@ -84,9 +84,14 @@ pub async fn facade_call(env: Env, method: String, body: Vec<u8>) -> Array {
         Ok(a) => a,
         Err(refusal) => return refusal,
     };
+    let keep = super::env::config(&env).correlation_index();
     let host = Host { env };
     let with_archive = with_archive(&host).await;
-    if matches!(route(&method, &args, with_archive), Ok(Route::Archive)) {
+    let routed = route(&method, &args, with_archive);
+    if let Some(answer) = routed.as_ref().ok().and_then(|r| discarded_put(r, keep)) {
+        return result_reply(answer, f64::NAN);
+    }
+    if matches!(routed, Ok(Route::Archive)) {
         let env_name = Target::Archive.env_binding();
         return match hop_raw(&host.env, env_name, missing(env_name), Target::Archive.instance(), &method, &body).await {
             Ok((status, bytes)) => plain(status, &bytes),
@@ -106,9 +111,11 @@ pub async fn facade_call(env: Env, method: String, body: Vec<u8>) -> Array {
 /// ([`crate::catalog::lease`]); a `correlation:` key's is its `upsertKey`. The shard's
 /// answer is the call's answer as it is, as [`facade_call`] would give it. Only while this
 /// isolate's view of the migration is fresh (see [`with_archive`]); a stale view takes
-/// [`facade_call`], which re-reads it.
+/// [`facade_call`], which re-reads it. `correlation_index`: the deployment's
+/// `WORKFLOW_CORRELATION_INDEX` (a `correlation:` key's `putOwned` is answered here, with
+/// no hop, when it is `off`: [`discarded_put`]).
 #[wasm_bindgen(js_name = facadePlan)]
-pub fn facade_plan(method: &str, body: &[u8]) -> Array {
+pub fn facade_plan(method: &str, body: &[u8], correlation_index: Option<String>) -> Array {
     let asynchronous = || Array::of1(&JsValue::from(0));
     let args = match args_or_refusal(body) {
         Ok(a) => a,
@@ -119,7 +126,13 @@ pub fn facade_plan(method: &str, body: &[u8]) -> Array {
         return asynchronous();
     }
     let upsert_body = |run_id: String, key: String, value: Value| Value::Array(upsert_args(run_id, key, value)).to_json();
-    match route(method, &args, cache.with_archive()) {
+    let routed = route(method, &args, cache.with_archive());
+    let keep = crate::config::Config { correlation_index, ..Default::default() }.correlation_index();
+    if let Some(answer) = routed.as_ref().ok().and_then(|r| discarded_put(r, keep)) {
+        let reply = result_reply(answer, f64::NAN);
+        return Array::of3(&JsValue::from(1), &reply.get(0), &reply.get(1));
+    }
+    match routed {
         Ok(Route::Archive) => hop_plan(&Target::Archive, method),
         Ok(Route::PutKey { target, run_id, key, value }) => put_plan(&target, UPSERT_KEY, upsert_body(run_id, key, value)),
         Ok(Route::PutRun { target, run_id, key, value }) => put_plan(&target, UPSERT_RUN_KEY, upsert_body(run_id, key, value)),

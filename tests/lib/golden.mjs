@@ -92,9 +92,15 @@ export function workerOptionsFor(entry) {
   // One deployment serves both client generations: a 0.3 recording (WORKFLOW_INDEX) gets
   // the shards, a 0.4 recording (the shards, no WORKFLOW_INDEX) gets the archive/facade.
   let all = bindings;
-  if (bindings.includes("WORKFLOW_INDEX")) all = [...bindings, ...INDEX_SHARD_BINDINGS];
-  else if (INDEX_SHARD_BINDINGS.every((b) => bindings.includes(b))) all = [...bindings, "WORKFLOW_INDEX"];
-  return { vars, bindings: all, unsafeTriggerHandlers: true };
+  let v = vars;
+  if (bindings.includes("WORKFLOW_INDEX")) {
+    all = [...bindings, ...INDEX_SHARD_BINDINGS];
+    // The 0.3.0 reference kept the client's `correlation:` index keys (its recordings read
+    // them back and count their retention markers); this worker does on
+    // WORKFLOW_CORRELATION_INDEX=on (default off: no client reads them, docs/compatibility.md).
+    v = { WORKFLOW_CORRELATION_INDEX: "on", ...vars };
+  } else if (INDEX_SHARD_BINDINGS.every((b) => bindings.includes(b))) all = [...bindings, "WORKFLOW_INDEX"];
+  return { vars: v, bindings: all, unsafeTriggerHandlers: true };
 }
 
 /** Names accepted in GOLDEN_FILES: the scenario (`health`) or the file (`health.jsonl`). */

@@ -106,7 +106,10 @@ pub fn apply_event(store: &mut dyn Store, ctx: &Ctx, alarm: &mut Alarm, request:
     let cleanup = req("cleanup");
     let mut outcome = outcome;
     retention::record_queue_shards(cx.store, &outcome, cleanup.as_ref())?;
-    retention::record_markers(cx.store, &outcome, &cx.run_id_text, cx.hook_claim_id.is_some())?;
+    // A bad WORKFLOW_CORRELATION_INDEX keeps the markers: the facade refuses the keys'
+    // `putOwned` with the setting's message, and a marker of a key never stored is harmless.
+    let correlation_index = ctx.config.correlation_index().unwrap_or(true);
+    retention::record_markers(cx.store, &outcome, &cx.run_id_text, cx.hook_claim_id.is_some(), correlation_index)?;
     retention::schedule(cx.store, alarm, &mut outcome, cleanup.as_ref(), retention.cleanup.is_some())?;
     // spec-0.4 `run-do.md` §2.7: any outcome carrying a terminal run (re)starts the
     // terminal cleanup, which pages the hook releases from the alarm.

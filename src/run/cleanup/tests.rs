@@ -917,12 +917,15 @@ fn enforce_retention_validates_its_arguments() {
     }
 }
 
-/// The payload counts of the 0.3 golden `retention` runs, with the same code: a run created
-/// with retention off and scheduled later (R4: 4 keys), and `cleanupNow` on an unscheduled
-/// run with a correlated step (R2: 8 keys, answered in phase `payload`).
+/// The payload counts of the 0.3 golden `retention` runs, with the same code and the
+/// 0.3.0 reference's correlation index (`WORKFLOW_CORRELATION_INDEX=on`, as the golden
+/// files are replayed): a run created with retention off and scheduled later (R4: 4 keys),
+/// and `cleanupNow` on an unscheduled run with a correlated step (R2: 8 keys, answered in
+/// phase `payload`; 7 by default, without the step's correlation marker).
 #[test]
 fn payload_counts_of_a_03_client() {
-    let d = World::new();
+    let mut d = World::new();
+    d.config.correlation_index = Some("on".into());
     raw_apply(&d, CREATED, 0);
     raw_apply(&d, COMPLETED, 0);
     d.finish_terminal_cleanup();
@@ -930,15 +933,19 @@ fn payload_counts_of_a_03_client() {
     while d.fire_alarm() {}
     assert_eq!(num(&d.status(), "deletedPayloadKeys"), 4.0);
 
-    let b = World::new();
-    raw_apply(&b, CREATED, 0);
-    raw_apply(&b, r#"{"eventType":"step_created","specVersion":6,"correlationId":"s1","eventData":{"stepName":"st","input":null}}"#, 0);
-    raw_apply(&b, FAILED, 0);
-    b.finish_terminal_cleanup();
-    let record = b.run_call("cleanupNow", vec![v(r#"{"retentionMs":1,"queueShards":1}"#)]).unwrap();
-    assert_eq!((phase(&record), num(&record, "deletedPayloadKeys")), ("payload", 8.0));
+    for (setting, keys) in [(Some("on"), 8.0), (None, 7.0)] {
+        let mut b = World::new();
+        b.config.correlation_index = setting.map(String::from);
+        raw_apply(&b, CREATED, 0);
+        raw_apply(&b, r#"{"eventType":"step_created","specVersion":6,"correlationId":"s1","eventData":{"stepName":"st","input":null}}"#, 0);
+        raw_apply(&b, FAILED, 0);
+        b.finish_terminal_cleanup();
+        let record = b.run_call("cleanupNow", vec![v(r#"{"retentionMs":1,"queueShards":1}"#)]).unwrap();
+        assert_eq!((phase(&record), num(&record, "deletedPayloadKeys")), ("payload", keys), "{setting:?}");
+    }
     // A run known to be 0.4-driven (it admitted a claimed hook) gets no correlation markers.
-    let c = World::new();
+    let mut c = World::new();
+    c.config.correlation_index = Some("on".into());
     raw_apply(&c, CREATED, 0);
     hook_created(&c, "h1", "t1", Some("claim"));
     raw_apply(&c, r#"{"eventType":"wait_created","specVersion":6,"correlationId":"w1","eventData":{"resumeAt":null}}"#, 0);

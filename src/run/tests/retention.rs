@@ -124,6 +124,7 @@ fn stored_tombstone_and_later_phases_fence() {
 #[test]
 fn correlation_and_hook_markers() {
     let mut h = Harness::new();
+    h.config.correlation_index = Some("on".into());
     h.start_run();
     let out = h.apply_with(r#"{"eventType":"hook_created","correlationId":"h/1","eventData":{"token":"t:1"}}"#, r#""tokenHolder":null"#);
     let Value::Date(Some(created)) = at(&out, "event.createdAt").cloned().unwrap() else { panic!() };
@@ -135,6 +136,23 @@ fn correlation_and_hook_markers() {
     let before = h.keys().iter().filter(|k| k.starts_with("retention:index:")).count();
     h.apply(r#"{"eventType":"attr_set","eventData":{"changes":[],"writer":{"type":"workflow"}}}"#);
     assert_eq!(h.keys().iter().filter(|k| k.starts_with("retention:index:")).count(), before);
+}
+
+#[test]
+fn no_correlation_markers_when_the_deployment_keeps_no_correlation_index() {
+    let markers = |h: &Harness| h.keys().iter().filter(|k| k.starts_with("retention:index:")).count();
+    let step = r#"{"eventType":"step_started","correlationId":"s1","eventData":{"stepName":"n","input":1}}"#;
+    for (setting, want) in [(None, 0), (Some("on"), 2), (Some("off"), 0), (Some("bogus"), 2)] {
+        let mut h = Harness::new();
+        h.config.correlation_index = setting.map(str::to_string);
+        h.start_run();
+        h.apply(step);
+        h.apply(r#"{"eventType":"step_completed","correlationId":"s1","eventData":{"result":1}}"#);
+        assert_eq!(markers(&h), want, "WORKFLOW_CORRELATION_INDEX={setting:?}");
+        // Hook markers do not depend on it: the hook indexes are kept either way.
+        h.apply_with(r#"{"eventType":"hook_created","correlationId":"h1","eventData":{"token":"t1"}}"#, r#""tokenHolder":null"#);
+        assert_eq!(h.store.text("retention:hook:h1:t1"), Some(r#"{"hookId":"h1","token":"t1"}"#), "{setting:?}");
+    }
 }
 
 #[test]
