@@ -54,6 +54,9 @@ test("workflow bench: options", () => {
   assert.throws(() => parseWorkflowArgs(["--only", "seq11"]), /unknown workload seq11/);
   assert.throws(() => parseWorkflowArgs(["--client", "0.5"]), /--client/);
   assert.throws(() => parseWorkflowArgs(["--runs", "0"]), /positive integer/);
+  assert.deepEqual(parseWorkflowArgs([]).oursVars, {}, "both workers in their default configuration");
+  assert.deepEqual(parseWorkflowArgs(["--var", "WORKFLOW_CORRELATION_INDEX=off", "--var", "A=b=c"]).oursVars, { WORKFLOW_CORRELATION_INDEX: "off", A: "b=c" });
+  assert.throws(() => parseWorkflowArgs(["--var", "=x"]), /NAME=VALUE/);
 });
 
 test("trace analysis: start, end and steady steps", () => {

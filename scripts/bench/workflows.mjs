@@ -11,6 +11,8 @@
 //   --rounds R    rounds; each round runs every workload on both servers, the order of
 //                 the two servers alternating from workload to workload and round to round
 //                 (default 3)
+//   --var K=V     set variable K of our worker to V (repeatable; e.g.
+//                 WORKFLOW_CORRELATION_INDEX=off); the reference keeps its defaults
 //   --no-counts   skip the counting pass (instrumented copies of both workers, one run of
 //                 each workload: object calls, storage rows, alarms)
 //   --trace W     traced runs of workload W on each server (--runs of them, default 5,
@@ -33,7 +35,7 @@ import { CLIENTS, PROFILES } from "../../tests/conformance/lib/profile.mjs";
 export const DEFAULTS = Object.freeze({ runs: 3, rounds: 3 });
 
 export function parseWorkflowArgs(argv) {
-  const opts = { clients: Object.keys(CLIENTS), ...DEFAULTS, traceRuns: 5, only: null, profile: "beta42", counts: true, json: null, trace: null };
+  const opts = { clients: Object.keys(CLIENTS), ...DEFAULTS, traceRuns: 5, only: null, profile: "beta42", counts: true, json: null, trace: null, oursVars: {} };
   const value = (i, flag) => {
     if (i + 1 >= argv.length || argv[i + 1].startsWith("--")) throw new Error(`${flag} needs a value`);
     return argv[i + 1];
@@ -59,6 +61,12 @@ export function parseWorkflowArgs(argv) {
     } else if (a === "--no-counts") opts.counts = false;
     else if (a === "--json") opts.json = value(i++, a);
     else if (a === "--trace") opts.trace = value(i++, a);
+    else if (a === "--var") {
+      const kv = value(i++, a);
+      const eq = kv.indexOf("=");
+      if (eq < 1) throw new Error(`--var needs NAME=VALUE, got ${kv}`);
+      opts.oursVars[kv.slice(0, eq)] = kv.slice(eq + 1);
+    }
     else throw new Error(`unknown option ${a}`);
   }
   selectWorkloads(opts.only); // throws on an unknown name
@@ -74,8 +82,8 @@ export async function main(argv) {
   } catch (err) {
     console.error(`workflows: ${err.message}`);
     console.error(
-      "usage: npm run bench -- workflows [--client 0.3|0.4|both] [--runs N] [--rounds R] [--only w1,w2] [--profile beta42|beta55] [--no-counts] [--json out.json]\n" +
-        "       npm run bench -- workflows --trace WORKLOAD [--client 0.3|0.4|both] [--runs N] [--profile …] [--json out.json]",
+      "usage: npm run bench -- workflows [--client 0.3|0.4|both] [--runs N] [--rounds R] [--only w1,w2] [--profile beta42|beta55] [--var K=V] [--no-counts] [--json out.json]\n" +
+        "       npm run bench -- workflows --trace WORKLOAD [--client 0.3|0.4|both] [--runs N] [--profile …] [--var K=V] [--json out.json]",
     );
     return 2;
   }
@@ -84,7 +92,7 @@ export async function main(argv) {
       const [workload] = selectWorkloads([opts.trace]);
       const traces = [];
       for (const client of opts.clients) {
-        const t = await traceWorkload({ client, profile: opts.profile, workload, runs: opts.traceRuns });
+        const t = await traceWorkload({ client, profile: opts.profile, workload, runs: opts.traceRuns, oursVars: opts.oursVars });
         traces.push(t);
         console.log(formatTrace(t));
         console.log();
@@ -99,6 +107,7 @@ export async function main(argv) {
       workloads: selectWorkloads(opts.only),
       profile: opts.profile,
       counts: opts.counts,
+      oursVars: opts.oursVars,
     });
     console.log(formatReport(result));
     if (opts.json) writeFileSync(opts.json, JSON.stringify(result, null, 1));

@@ -189,8 +189,9 @@ export async function runBatch(side, w, n, { keepTrace = false } = {}) {
 }
 
 /** Starts a server of `kind` and an app on it; `instrument` serves an instrumented copy. */
-async function startSide({ kind, client, profile, dir, instrument = false, check = checkRun }) {
-  const server = await startServer({ server: kind, client, profile, ...(instrument ? { wrapEntry: instrumentedEntry(profile) } : {}) });
+async function startSide({ kind, client, profile, dir, instrument = false, check = checkRun, oursVars = {} }) {
+  const vars = kind === "ours" ? oursVars : {};
+  const server = await startServer({ server: kind, client, profile, vars, ...(instrument ? { wrapEntry: instrumentedEntry(profile) } : {}) });
   let app;
   try {
     app = await startApp({ profile, dir, client, server });
@@ -251,7 +252,9 @@ function machineEnd(start) {
 /**
  * The bench. Options: clients (["0.3", "0.4"]), runs (per workload, server and round),
  * rounds, workloads (default WORKLOADS), profile ("beta42"), warmup (true), counts (false:
- * the instrumented pass), check (checkRun: (app, workload, runId) → run record), log.
+ * the instrumented pass), check (checkRun: (app, workload, runId) → run record), oursVars
+ * (variables set on our worker only, e.g. {WORKFLOW_CORRELATION_INDEX: "off"}; default
+ * none: both workers in their default configuration), log.
  * Returns {profile, runtime, clients: {client: {workloads: {name: {ours, reference}}, machine, counts}}, machine}.
  */
 export async function runBench({
@@ -263,10 +266,11 @@ export async function runBench({
   warmup = true,
   counts = false,
   check = checkRun,
+  oursVars = {},
   log = (m) => console.error(m),
 } = {}) {
   const dir = benchApp(profile);
-  const result = { profile, runtime: PROFILES[profile].runtime, runs, rounds, date: new Date().toISOString(), clients: {} };
+  const result = { profile, runtime: PROFILES[profile].runtime, runs, rounds, oursVars, date: new Date().toISOString(), clients: {} };
   const m0 = machineStart();
   for (const client of clients) {
     const c0 = machineStart();
@@ -274,7 +278,7 @@ export async function runBench({
     const skipped = workloads.filter((w) => w.skip?.[client]).map((w) => ({ name: w.name, reason: w.skip[client] }));
     const wls = workloads.filter((w) => !w.skip?.[client]);
     try {
-      for (const kind of SERVERS) sides[kind] = await startSide({ kind, client, profile, dir, check });
+      for (const kind of SERVERS) sides[kind] = await startSide({ kind, client, profile, dir, check, oursVars });
       if (warmup) {
         log(`client ${CLIENTS[client]}: warm-up (one run of each workload on each server)`);
         for (const w of wls) for (const kind of SERVERS) await runBatch(sides[kind], w, 1);
@@ -296,7 +300,7 @@ export async function runBench({
     } finally {
       for (const s of Object.values(sides)) await s.stop();
     }
-    if (counts) result.clients[client].counts = await countPass({ client, profile, dir, workloads: wls, check, log });
+    if (counts) result.clients[client].counts = await countPass({ client, profile, dir, workloads: wls, check, log, oursVars });
   }
   result.machine = machineEnd(m0);
   return result;
@@ -306,12 +310,12 @@ export async function runBench({
  * The instrumented pass: instrumented copies of both workers, one warm-up run of noSteps,
  * then one run of each workload; per run what the worker did (bench/instrument.mjs).
  */
-async function countPass({ client, profile, dir, workloads, check, log }) {
+async function countPass({ client, profile, dir, workloads, check, log, oursVars }) {
   log(`client ${CLIENTS[client]}: counting (instrumented workers, one run of each workload)`);
   const out = {};
   const sides = {};
   try {
-    for (const kind of SERVERS) sides[kind] = await startSide({ kind, client, profile, dir, instrument: true, check });
+    for (const kind of SERVERS) sides[kind] = await startSide({ kind, client, profile, dir, instrument: true, check, oursVars });
     for (const kind of SERVERS) await runBatch(sides[kind], WORKLOADS[0], 1);
     for (const w of workloads) {
       out[w.name] = {};
@@ -367,6 +371,11 @@ function table(header, rows) {
   return [line(header), `| ${widths.map((w) => "-".repeat(w)).join(" | ")} |`, ...rows.map(line)].join("\n");
 }
 
+/** `K=V, K2=V2`: the variables set on our worker. */
+function varsText(vars) {
+  return Object.entries(vars).map(([k, v]) => `${k}=${v}`).join(", ");
+}
+
 /** The printed report: one table per client (ours/reference), the geometric means, the machine. */
 export function formatReport(result) {
   const lines = [];
@@ -376,6 +385,7 @@ export function formatReport(result) {
     `# workflow bench ${result.date.slice(0, 16).replace("T", " ")} UTC: Workflow runtime ${result.runtime} (profile ${result.profile}), ` +
       `${result.rounds} round(s) × ${result.runs} run(s) per workload and server, ours then reference alternating; ours/reference`,
   );
+  if (Object.keys(result.oursVars ?? {}).length) lines.push(`# ours configured with ${varsText(result.oursVars)} (the reference in its default configuration)`);
   for (const [client, c] of Object.entries(result.clients)) {
     lines.push("", `## client ${c.version} — ${loadLine(c.machine)}`, "");
     const rows = [];
@@ -440,14 +450,14 @@ export function requestLabel(e) {
  * Returns {client, workload, runs, sides: {ours: [run…], reference: [run…]}, machine};
  * each run has its trace, its record's times and the server CPU over it.
  */
-export async function traceWorkload({ client = "0.3", profile = "beta42", workload, runs = 5, log = (m) => console.error(m), check = checkRun }) {
+export async function traceWorkload({ client = "0.3", profile = "beta42", workload, runs = 5, oursVars = {}, log = (m) => console.error(m), check = checkRun }) {
   if (workload.skip?.[client]) throw new Error(`${workload.name} does not run with client ${CLIENTS[client]}: ${workload.skip[client]}`);
   const dir = benchApp(profile);
   const m0 = machineStart();
-  const out = { client, version: CLIENTS[client], runtime: PROFILES[profile].runtime, workload: workload.name, runs, date: new Date().toISOString(), sides: { ours: [], reference: [] } };
+  const out = { client, version: CLIENTS[client], runtime: PROFILES[profile].runtime, workload: workload.name, runs, oursVars, date: new Date().toISOString(), sides: { ours: [], reference: [] } };
   const sides = {};
   try {
-    for (const kind of SERVERS) sides[kind] = await startSide({ kind, client, profile, dir, check });
+    for (const kind of SERVERS) sides[kind] = await startSide({ kind, client, profile, dir, check, oursVars });
     log(`client ${CLIENTS[client]}: warm-up, then ${runs} traced run(s) of ${workload.name} on each server`);
     // A fresh workerd spends its first runs compiling (the third noSteps run of ours can
     // cost 190 ms of CPU against 20 later): warm both up before tracing.
@@ -627,7 +637,8 @@ export function summarizeTraces(runs) {
 export function formatTrace(t, { maxLines = 400 } = {}) {
   const m = t.machine;
   const lines = [
-    `# trace of ${t.workload}: ${t.runs} run(s) on each server, client ${t.version}, Workflow runtime ${t.runtime}, ${t.date.slice(0, 16).replace("T", " ")} UTC`,
+    `# trace of ${t.workload}: ${t.runs} run(s) on each server, client ${t.version}, Workflow runtime ${t.runtime}, ${t.date.slice(0, 16).replace("T", " ")} UTC` +
+      (Object.keys(t.oursVars ?? {}).length ? `; ours configured with ${varsText(t.oursVars)}` : ""),
     `# load average ${m.loadavgStart.map(f2).join(" ")} → ${m.loadavgEnd.map(f2).join(" ")}, host steal ${f1(m.stealPct)} %, machine busy ${f0(m.busyPct)} % of ${m.cpus} CPUs`,
   ];
   const sums = {};
