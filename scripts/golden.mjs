@@ -17,7 +17,7 @@ import {
   reportPassed,
   summaryLine,
 } from "../tests/lib/golden.mjs";
-import { additiveFor, DELIBERATE, loadConflicts, onlyListed } from "../tests/lib/golden-suite.mjs";
+import { additiveFor, DELIBERATE, loadConflicts, onlyListed, resumeCursorsFor } from "../tests/lib/golden-suite.mjs";
 
 const args = process.argv.slice(2);
 let max = Infinity;
@@ -32,6 +32,7 @@ const dir = v040 ? goldenDir040() : goldenDir();
 const set = v040 ? "golden-0.4" : "golden";
 const conflicts = loadConflicts()[set] || {};
 const additiveMembers = additiveFor(loadConflicts(), set);
+const resumeCursors = resumeCursorsFor(loadConflicts(), set);
 const manifest = loadManifest(dir);
 const entries = manifest.files.filter((e) => names.length === 0 || entryNames(e).some((n) => names.includes(n)));
 if (entries.length === 0) {
@@ -40,7 +41,7 @@ if (entries.length === 0) {
 }
 let failed = 0;
 for (const entry of entries) {
-  const report = await replayFile(entry, { dir, additiveMembers });
+  const report = await replayFile(entry, { dir, additiveMembers, resumeCursors });
   const both = { ...(v040 ? {} : DELIBERATE[entry.scenario] || {}), ...(conflicts[entry.scenario] || {}) };
   const listed = Object.keys(both).length ? both : null;
   const ok = listed ? onlyListed(report, listed) : reportPassed(report);

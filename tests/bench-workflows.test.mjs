@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { test } from "node:test";
 import { parseWorkflowArgs } from "../scripts/bench/workflows.mjs";
-import { analyzeTrace, checkRun, formatReport, runBench, selectWorkloads } from "./conformance/bench/workflows.mjs";
+import { analyzeTrace, checkRun, formatReport, runBench, selectWorkloads, traceWorkload } from "./conformance/bench/workflows.mjs";
 import { SCRIPT_PATH } from "./lib/harness.mjs";
 
 const built = existsSync(SCRIPT_PATH);
@@ -94,4 +94,29 @@ test("trace analysis: start, end and steady steps", () => {
   assert.equal(a.steady.runtimeMs, 5);
   assert.deepEqual(a.steady.requests.map((r) => r.label), ["runs.applyEvent(step_started)", "runs.applyEvent(step_completed)", "runs.listEvents"]);
   assert.equal(a.lastStepToDoneMs, 1 + 1 + 3 + 2);
+});
+
+test("a steady sequential step reads no event log on ours: the runtime resumes from the last page's cursor", { skip: !built && "needs npm run build", timeout: 240_000 }, async () => {
+  // Through the real clients and runtime 5.0.0-beta.42. With the cursor of the last event
+  // on every event page, the runtime keeps its log current from its writes' answers; with
+  // the reference's null on the last page it lists the run's whole log after each step.
+  const [seq10] = selectWorkloads(["seq10"]);
+  const want = {
+    "0.3": {
+      ours: ["runs.applyEvent(step_started)", "index.putOwned", "runs.applyEvent(step_completed)", "index.putOwned"],
+      reference: ["runs.applyEvent(step_started)", "index.putOwned", "runs.applyEvent(step_completed)", "index.putOwned", "runs.listEvents"],
+    },
+    "0.4": {
+      ours: ["runs.applyEvent(step_started)", "runs.applyEvent(step_completed)"],
+      reference: ["runs.applyEvent(step_started)", "runs.applyEvent(step_completed)", "runs.listEvents"],
+    },
+  };
+  for (const client of ["0.3", "0.4"]) {
+    const t = await traceWorkload({ client, workload: seq10, runs: 1, log: quiet });
+    for (const kind of ["ours", "reference"]) {
+      const a = analyzeTrace(t.sides[kind][0]);
+      const labels = new Set(a.steps.slice(1, -1).map((st) => st.requests.join(" → ")));
+      assert.deepEqual([...labels], [want[client][kind].join(" → ")], `${client} ${kind}: every steady step's requests`);
+    }
+  }
 });

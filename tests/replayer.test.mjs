@@ -6,7 +6,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { buildFrame, goldenDir, loadManifest, replayFile, reportPassed, summaryLine } from "./lib/golden.mjs";
+import { buildFrame, goldenDir, loadManifest, nullResumeCursors, replayFile, reportPassed, summaryLine } from "./lib/golden.mjs";
 import { extractTokens040, normalizeBody, normalizeBody040, rewriteUuids } from "./lib/normalize.mjs";
 import { startFakeGoldenServer } from "./lib/fake-golden-server.mjs";
 
@@ -92,4 +92,26 @@ test("0.4: UUIDs are masked, learned in traversal order with instants, and subst
   assert.equal(rewriteUuids(`[{"claimId":"-:${rec}"}]`, U), `[{"claimId":"-:${act}"}]`);
   // 0.3 normalization leaves UUIDs alone.
   assert.match(normalizeBody(recorded), new RegExp(rec));
+});
+
+test("resume cursors: only an event page's last-event cursor, where the recording has null on its last page", () => {
+  const ev = (n) => ({ eventId: `evnt_${String(n).padStart(26, "0")}` });
+  const page = (cursor, hasMore, events, key = "data") => ({ ok: true, value: { [key]: events, cursor, hasMore } });
+  const recorded = JSON.stringify(page(null, false, [ev(1), ev(2)]));
+  // The cursor of the page's last event on a last page: put back to null.
+  assert.equal(nullResumeCursors(JSON.stringify(page(ev(2).eventId, false, [ev(1), ev(2)])), recorded), recorded);
+  // Nested, as an applyEvent answer carries its events.
+  const answer = (cursor) => JSON.stringify({ ok: true, event: ev(2), events: [ev(1), ev(2)], cursor, hasMore: false });
+  assert.equal(nullResumeCursors(answer(ev(2).eventId), answer(null)), answer(null));
+  // Anything else is left as it is.
+  assert.equal(nullResumeCursors(JSON.stringify(page(ev(1).eventId, false, [ev(1), ev(2)])), recorded), null, "not the last event");
+  assert.equal(nullResumeCursors(JSON.stringify(page(ev(2).eventId, true, [ev(1), ev(2)])), recorded), null, "more pages");
+  assert.equal(
+    nullResumeCursors(JSON.stringify(page(ev(2).eventId, false, [ev(1), ev(2)])), JSON.stringify(page(null, true, [ev(1), ev(2)]))),
+    null,
+    "recorded with more pages",
+  );
+  const steps = (cursor) => JSON.stringify(page(cursor, false, [{ stepId: "s1" }, { stepId: "s2" }]));
+  assert.equal(nullResumeCursors(steps("s2"), steps(null)), null, "not an event page");
+  assert.equal(nullResumeCursors(JSON.stringify(page(null, false, [])), JSON.stringify(page(null, false, []))), null, "nothing to put back");
 });

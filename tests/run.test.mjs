@@ -45,7 +45,8 @@ test("create and start a run: entity, preload, index keys, reads", async () => {
   const started = await create(id, { eventType: "run_started", specVersion: 6 });
   assert.equal(started.run.status, "running");
   assert.deepEqual(started.events.map((e) => e.eventType), ["run_created", "run_started"]);
-  assert.equal(started.cursor, null);
+  // The preload's cursor is the position past its last event, where the runtime resumes.
+  assert.equal(started.cursor, slot(2));
   assert.equal(started.hasMore, false);
   const replay = await create(id, { eventType: "run_started", specVersion: 6 });
   assert.equal(replay.event, undefined);
@@ -184,13 +185,14 @@ test("pagination across pages: events asc/desc, steps by creation time", async (
   for (;;) {
     const page = (await runs(id, "listEvents", [{ limit: 3, cursor, sortOrder: "asc" }])).value;
     all.push(...page.data.map((e) => e.eventId));
-    if (!page.hasMore) {
-      assert.equal(page.cursor, null);
-      break;
-    }
+    // Every page's cursor is its last event's id, the last page's too.
+    assert.equal(page.cursor, all.at(-1));
     cursor = page.cursor;
+    if (!page.hasMore) break;
   }
   assert.deepEqual(all, [1, 2, 3, 4, 5, 6, 7].map(slot));
+  // From the last page's cursor: an empty page with a null cursor.
+  assert.deepEqual((await runs(id, "listEvents", [{ limit: 3, cursor, sortOrder: "asc" }])).value, { data: [], cursor: null, hasMore: false });
   const desc = (await runs(id, "listEvents", [{ limit: 3, sortOrder: "desc" }])).value;
   assert.deepEqual(desc.data.map((e) => e.eventId), [7, 6, 5].map(slot));
   const desc2 = (await runs(id, "listEvents", [{ limit: 3, sortOrder: "desc", cursor: desc.cursor }])).value;

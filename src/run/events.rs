@@ -167,9 +167,19 @@ fn entry_options(prefix: &str, cursor: Option<&str>, desc: bool) -> ListOptions 
     }
 }
 
-/// Event page (§4.1): cursor = the last returned event id when more exist. At most
-/// [`RESPONSE_BUDGET_BYTES`] of events beyond the first: a page the budget cut short has
-/// fewer than `limit` events, `hasMore` and the cursor of its last event.
+/// Event page (§4.1): cursor = the id of the last returned event, on every page that
+/// returned one (null only for an empty page). At most [`RESPONSE_BUDGET_BYTES`] of events
+/// beyond the first: a page the budget cut short has fewer than `limit` events, `hasMore`
+/// and the cursor of its last event.
+///
+/// The references answer a null cursor on the last page; ours is the position past the
+/// page's last event there too, as `@workflow/world-local` answers and as the Workflow
+/// runtime needs: it resumes its event log from that cursor (listing only newer events),
+/// and it keeps the log current from its writes' answers (`sinceCursor` deltas, the
+/// `run_started` preload) instead of reading the log again after every step. With a null
+/// cursor it re-reads the whole log once per step. Listing from the cursor answers an
+/// empty page with a null cursor, so a reader that pages until `hasMore` is false, or
+/// until the cursor is null, stops either way.
 pub fn list_events(store: &mut dyn Store, limit: f64, cursor: Option<&str>, desc: bool) -> Result<Page, RpcError> {
     list_events_as(store, limit, cursor, desc, false)
 }
@@ -198,13 +208,9 @@ fn list_events_as(store: &mut dyn Store, limit: f64, cursor: Option<&str>, desc:
         data.push(event);
         last_key = Some(key);
     }
-    let cursor = if has_more {
-        match data.last() {
-            Some(Value::Json(_)) => last_key.and_then(|k| k.strip_prefix(keys::EVENT_PREFIX).map(str::to_string)),
-            last => last.and_then(|e| e.get("eventId")).map(|id| crate::wire::js::to_js_string(Some(id))),
-        }
-    } else {
-        None
+    let cursor = match data.last() {
+        Some(Value::Json(_)) => last_key.and_then(|k| k.strip_prefix(keys::EVENT_PREFIX).map(str::to_string)),
+        last => last.and_then(|e| e.get("eventId")).map(|id| crate::wire::js::to_js_string(Some(id))),
     };
     Ok(Page { data, cursor, has_more })
 }

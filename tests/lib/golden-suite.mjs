@@ -44,6 +44,11 @@ export function additiveFor(conflicts, set) {
   return ((conflicts.additiveMembers || {})[set] || []).map((a) => a.member);
 }
 
+/** Whether the set lists "resumeCursors" (event pages' last-page cursors, see the file). */
+export function resumeCursorsFor(conflicts, set) {
+  return Boolean((conflicts.resumeCursors || {})[set]);
+}
+
 /** Does the actual answer of a failure equal the listed one? */
 function answerMatches(actual, want) {
   if (!actual || actual.status !== want.status) return false;
@@ -79,6 +84,7 @@ export function defineGoldenSuite({ dir, set, expectedPass, deliberate = {}, mis
   const all = loadConflicts();
   const conflicts = all[set] || {};
   const additiveMembers = additiveFor(all, set);
+  const resumeCursors = resumeCursorsFor(all, set);
   const wanted = (process.env.GOLDEN_FILES || "")
     .split(",")
     .map((s) => s.trim())
@@ -95,7 +101,7 @@ export function defineGoldenSuite({ dir, set, expectedPass, deliberate = {}, mis
     const label = `${set} ${entry.scenario}${entry.normative ? "" : " (informative)"}`;
     const todo = expected ? false : "not expected to pass yet";
     test(label, { todo, timeout: 10 * 60 * 1000 }, async (t) => {
-      const report = await replayFile(entry, { dir, additiveMembers });
+      const report = await replayFile(entry, { dir, additiveMembers, resumeCursors });
       try {
         mkdirSync(reportDir, { recursive: true });
         writeFileSync(join(reportDir, `${entry.scenario}.json`), JSON.stringify(report, null, 2));

@@ -38,17 +38,26 @@ fn event_pages_asc_and_desc() {
         let p = page(&mut h, "listEvents", &format!(r#"{{"limit":3,"cursor":{}}}"#, json(&cursor)));
         seen.extend(ids(&p, "eventId"));
         cursor = p.get("cursor").cloned().unwrap();
+        // Every page that returned events carries the cursor of its last one, the last
+        // page too (the position past it, where the runtime resumes).
+        assert_eq!(cursor.as_str(), seen.last().map(String::as_str));
         if p.get("hasMore") != Some(&Value::Bool(true)) {
-            assert_eq!(cursor, Value::Null);
             break;
         }
-        assert_eq!(cursor.as_str(), seen.last().map(String::as_str));
     }
     assert_eq!(seen.len(), 8);
+    // From the last page's cursor: nothing newer, an empty page with a null cursor.
+    let after = page(&mut h, "listEvents", &format!(r#"{{"limit":3,"cursor":{}}}"#, json(&cursor)));
+    assert_eq!(json(&after), r#"{"cursor":null,"data":[],"hasMore":false}"#);
+    // A newer event is listed from it.
+    h.apply(r#"{"eventType":"step_created","correlationId":"s9","eventData":{"stepName":"n","input":1}}"#);
+    let newer = page(&mut h, "listEvents", &format!(r#"{{"limit":3,"cursor":{}}}"#, json(&cursor)));
+    assert_eq!(ids(&newer, "eventId"), ["evnt_00000000000000000000000009"]);
+    assert_eq!(newer.get("cursor").and_then(Value::as_str), Some("evnt_00000000000000000000000009"));
     let desc = page(&mut h, "listEvents", r#"{"limit":3,"sortOrder":"desc"}"#);
-    assert_eq!(ids(&desc, "eventId")[0], "evnt_00000000000000000000000008");
+    assert_eq!(ids(&desc, "eventId")[0], "evnt_00000000000000000000000009");
     let desc2 = page(&mut h, "listEvents", &format!(r#"{{"limit":3,"sortOrder":"desc","cursor":{}}}"#, json(desc.get("cursor").unwrap())));
-    assert_eq!(ids(&desc2, "eventId")[0], "evnt_00000000000000000000000005");
+    assert_eq!(ids(&desc2, "eventId")[0], "evnt_00000000000000000000000006");
     // Unknown sortOrder lists ascending; empty cursor means no cursor.
     let p = page(&mut h, "listEvents", r#"{"limit":2,"sortOrder":"sideways","cursor":""}"#);
     assert_eq!(ids(&p, "eventId"), ["evnt_00000000000000000000000001", "evnt_00000000000000000000000002"]);
@@ -58,7 +67,7 @@ fn event_pages_asc_and_desc() {
     // A negative limit reaches the platform's refusal.
     assert_eq!(h.call("listEvents", vec![v(r#"{"limit":-1}"#)]).unwrap_err(), RpcError::list_limit());
     // Default limit 100.
-    assert_eq!(ids(&page(&mut h, "listEvents", "{}"), "eventId").len(), 8);
+    assert_eq!(ids(&page(&mut h, "listEvents", "{}"), "eventId").len(), 9);
     let one = h.read("getEvent", vec![v(r#""evnt_00000000000000000000000001""#)]);
     assert_eq!(s(&one, "value.eventType"), "run_created");
 }

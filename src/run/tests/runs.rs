@@ -52,7 +52,8 @@ fn run_started_transitions_and_preloads() {
     assert_eq!(at(&out, "run.startedAt"), at(&out, "run.updatedAt"));
     assert!(at(&out, "event.eventData").is_none(), "run_started never stores eventData");
     assert_eq!(s(&out, "events.1.eventId"), "evnt_00000000000000000000000002");
-    assert_eq!(at(&out, "cursor"), Some(&Value::Null));
+    // The preload's cursor is the position past its last event, where the runtime resumes.
+    assert_eq!(s(&out, "cursor"), "evnt_00000000000000000000000002");
     assert_eq!(at(&out, "hasMore"), Some(&Value::Bool(false)));
     assert_eq!(at(&out, "maxEvents"), Some(&Value::num(25000)));
     assert!(at(&out, "runCreated").is_none());
