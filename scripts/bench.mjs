@@ -23,6 +23,10 @@
 //                                           confidence interval (N slices per run, 4)
 //   node scripts/bench.mjs --compare before.json after.json
 //
+//   node scripts/bench.mjs wire [--rounds R]  the real 0.4.0 client against ours and the 0.4.0
+//                                           reference: events/s, events.create p50/p99,
+//                                           stream MiB/s (tests/conformance/bench/wire.mjs)
+//
 //   node scripts/bench.mjs workflows [--client 0.3|0.4|both] [--runs N] [--rounds R]
 //        [--only w1,w2] [--profile beta42] [--no-counts] [--json out.json] [--trace W]
 //                                           the Workflow DevKit's standard benchmark through
@@ -108,6 +112,18 @@ function usage(msg) {
 if (process.argv[2] === "workflows") {
   const { main } = await import("./bench/workflows.mjs");
   process.exit(await main(process.argv.slice(3)));
+}
+
+if (process.argv[2] === "wire") {
+  const { runWireBench, formatWire } = await import("../tests/conformance/bench/wire.mjs");
+  const i = process.argv.indexOf("--rounds");
+  const rounds = i > 0 ? Number(process.argv[i + 1]) : 3;
+  if (!Number.isInteger(rounds) || rounds < 1) {
+    console.error("usage: node scripts/bench.mjs wire [--rounds R]");
+    process.exit(2);
+  }
+  console.log(formatWire(await runWireBench({ rounds })));
+  process.exit(0);
 }
 
 const opts = parseArgs(process.argv.slice(2));

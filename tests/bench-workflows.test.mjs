@@ -9,6 +9,7 @@ import { existsSync } from "node:fs";
 import { test } from "node:test";
 import { parseWorkflowArgs } from "../scripts/bench/workflows.mjs";
 import { analyzeTrace, checkRun, formatReport, runBench, selectWorkloads, traceWorkload } from "./conformance/bench/workflows.mjs";
+import { formatWire, runWireBench, WIRE_WORKLOADS } from "./conformance/bench/wire.mjs";
 import { SCRIPT_PATH } from "./lib/harness.mjs";
 
 const built = existsSync(SCRIPT_PATH);
@@ -119,4 +120,18 @@ test("a steady sequential step reads no event log on ours: the runtime resumes f
       assert.deepEqual([...labels], [want[client][kind].join(" → ")], `${client} ${kind}: every steady step's requests`);
     }
   }
+});
+
+test("0.4 wire bench: the real 0.4.0 client against both servers, every figure positive", { skip: !built && "needs npm run build", timeout: 240_000 }, async () => {
+  const bench = await runWireBench({ rounds: 1, scale: "small", log: quiet });
+  for (const w of WIRE_WORKLOADS) {
+    for (const kind of ["ours", "reference"]) {
+      const [r] = bench.results[w][kind];
+      if (w === "events") assert.ok(r.events === 4 * (3 + 3 * 2) && r.perSecond > 0 && r.p99 >= r.p50, `${w} ${kind} ${JSON.stringify(r)}`);
+      else assert.ok(r.mib === 4 && r.writeMiBps > 0 && r.readMiBps > 0, `${w} ${kind} ${JSON.stringify(r)}`);
+    }
+  }
+  const report = formatWire(bench);
+  assert.match(report, /\| events\/s \| \d+ \| \d+ \| [\d.]+ \|/);
+  assert.match(report, /\| stream read MiB\/s, after 32-chunk writes \| [\d.]+ \| [\d.]+ \| [\d.]+ \|/);
 });
