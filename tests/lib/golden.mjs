@@ -480,19 +480,21 @@ export const reportPassed = (r) =>
   r.exchanges.passed === r.exchanges.total &&
   r.callbacks.passed === r.callbacks.total;
 
+/** Both answers parsed as JSON, or null when either is not JSON. */
+function parseBoth(actualText, recordedText) {
+  try {
+    return [JSON.parse(actualText), JSON.parse(recordedText)];
+  } catch {
+    return null;
+  }
+}
+
 /**
  * The actual JSON text without the listed top-level members that the recorded body lacks,
  * or null when there is nothing to remove (or either body is not a JSON object).
  */
 function stripAdditive(actualText, recordedText, members) {
-  let actual;
-  let recorded;
-  try {
-    actual = JSON.parse(actualText);
-    recorded = JSON.parse(recordedText);
-  } catch {
-    return null;
-  }
+  const [actual, recorded] = parseBoth(actualText, recordedText) ?? [];
   const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
   if (!isObject(actual) || !isObject(recorded)) return null;
   // A member may be a dotted path ("tombstone.status"): removed from the object at that
@@ -524,14 +526,8 @@ function stripAdditive(actualText, recordedText, members) {
  * page has `hasMore: false` and, as its cursor, exactly the `eventId` of its last event.
  */
 export function nullResumeCursors(actualText, recordedText) {
-  let actual;
-  let recorded;
-  try {
-    actual = JSON.parse(actualText);
-    recorded = JSON.parse(recordedText);
-  } catch {
-    return null;
-  }
+  const [actual, recorded] = parseBoth(actualText, recordedText) ?? [];
+  if (actual === undefined) return null;
   const isObject = (v) => v !== null && typeof v === "object";
   let count = 0;
   const visit = (a, r) => {
