@@ -31,8 +31,8 @@ use crate::protocol::shard;
 use crate::wire::router::IndexOp;
 use crate::wire::{js, RpcError, Value};
 
-/// Entries per hook shard `releaseBatch` (the shards refuse more).
-pub const HOOK_RELEASE_BATCH: usize = 64;
+/// Entries per hook shard `releaseBatch`: the most the shards accept.
+pub use crate::protocol::hooks::MAX_RELEASE_BATCH as HOOK_RELEASE_BATCH;
 
 /// `crypto.randomUUID()` from 16 random bytes: version 4, RFC 4122 variant, lower-case.
 pub fn uuid_v4(mut bytes: [u8; 16]) -> String {

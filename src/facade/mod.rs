@@ -231,4 +231,4 @@ pub fn refused_put() -> Value {
 }
 
 /// The run DO method whose answer [`refuses_put`] judges.
-pub const LIFECYCLE_METHOD: &str = "getLifecycleStatus";
+pub use crate::protocol::leases::LIFECYCLE_METHOD;

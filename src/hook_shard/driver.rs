@@ -21,7 +21,7 @@ use crate::wire::router::Binding;
 use crate::wire::{RpcError, Value};
 
 /// The run DO method asked.
-pub const LIFECYCLE_METHOD: &str = "getLifecycleStatus";
+pub use crate::protocol::leases::LIFECYCLE_METHOD;
 /// What the shell's [`ShardHost::call`] throws when the runs namespace is not bound.
 pub const MISSING_RUNS_BINDING: &str = "world-celld hook index missing WORKFLOW_DB binding";
 

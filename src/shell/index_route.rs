@@ -35,7 +35,7 @@ impl FacadeHost for Host {
     }
 
     async fn lifecycle_status(&self, run_id: &str) -> Result<Value, RpcError> {
-        call_env(&self.env, Binding::Runs.env_name(), missing, run_id, "getLifecycleStatus", Vec::new()).await
+        call_env(&self.env, Binding::Runs.env_name(), missing, run_id, crate::protocol::leases::LIFECYCLE_METHOD, Vec::new()).await
     }
 }
 
