@@ -17,7 +17,7 @@
 //! | `get(key)` | `hookid:<hookId>` | `hook-ids` shard of the hook id, `legacyGet(hookId)` (the same) |
 //! | `get(key)` | anything else | archive |
 //! | `putOwned(runId, key, value)` | `run:`, `runall:` | catalog shard of `runId`: refused (`{stored:false}`) when `runs/<runId>.getLifecycleStatus()` is `expired`, else `upsertKey`. The router's plan makes this the shard's `upsertRunKey`, which asks under a lifecycle lease (`crate::catalog::lease`); the driver (a stale migration view) asks each time |
-//! | `putOwned(runId, key, value)` | `correlation:` | catalog shard of `runId`: `upsertKey`, no lifecycle check (refused behind the catalog fence, as 0.3 refused behind its own). No client reads them, but tests and the 0.3 golden files do: this is their cheapest home — the same one hop as the run keys, spread over 16 shards. With `WORKFLOW_CORRELATION_INDEX=off`: `{"stored":true}` at once, nothing written ([`discarded_put`]) |
+//! | `putOwned(runId, key, value)` | `correlation:` | by default (`WORKFLOW_CORRELATION_INDEX=off`) `{"stored":true}` at once, nothing written ([`discarded_put`]): no client reads them. With `=on` (the 0.3.0 reference's index, which the 0.3 golden files read back): catalog shard of `runId`, `upsertKey`, no lifecycle check (refused behind the catalog fence, as 0.3 refused behind its own) — the same one hop as the run keys, spread over 16 shards |
 //! | `putOwned(runId, key, value)` | anything else | archive |
 //! | `list(options)` | prefix `run:…` / `runall:…` / `correlation:…` | all 16 catalog shards (+ archive while migrating), merged ([`list`]) |
 //! | `list(options)` | any other prefix | archive |
