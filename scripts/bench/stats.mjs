@@ -6,6 +6,11 @@ export function percentile(sorted, p) {
   return sorted[i];
 }
 
+/** The median of unsorted `xs` (for an even count the lower middle, as `percentile`). */
+export function median(xs) {
+  return percentile([...xs].sort((a, b) => a - b), 50);
+}
+
 export function latencySummary(samples) {
   const s = [...samples].sort((a, b) => a - b);
   const f = (v) => `${v.toFixed(1)} ms`;

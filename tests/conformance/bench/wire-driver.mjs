@@ -15,6 +15,7 @@
 
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
+import { percentile, pool } from "../../../scripts/bench/stats.mjs";
 
 const PROFILE_DIR = process.env.WIRE_PROFILE_DIR;
 const { createCelldWorld } = await import(pathToFileURL(join(PROFILE_DIR, "node_modules", "world-celld-0.4", "dist", "index.js")).href);
@@ -29,19 +30,6 @@ const STREAMS = small ? 2 : 8;
 const CHUNKS = small ? 32 : 64;
 const CHUNK_BYTES = 64 * 1024;
 const BATCH = 32;
-
-/** Runs `task(i)` for i in 0..n, at most `width` at a time. */
-async function pool(n, width, task) {
-  let next = 0;
-  const lane = async () => {
-    while (next < n) await task(next++);
-  };
-  await Promise.all(Array.from({ length: Math.min(width, n) }, lane));
-}
-
-function percentile(sorted, p) {
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
-}
 
 async function events() {
   const latencies = [];

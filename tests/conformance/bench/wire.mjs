@@ -4,9 +4,9 @@
 // the latency of events.create, and stream MiB/s written and read, one chunk per request
 // and 32 per request. Each figure is the median over the rounds, ours / reference.
 
-import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { ensureProfile, node22 } from "../lib/profile.mjs";
+import { median } from "../../../scripts/bench/stats.mjs";
+import { ensureProfile, runNode22 } from "../lib/profile.mjs";
 import { profileDir, startServer } from "../lib/workers.mjs";
 
 const DRIVER = fileURLToPath(new URL("./wire-driver.mjs", import.meta.url));
@@ -14,34 +14,16 @@ export const WIRE_WORKLOADS = ["events", "streams", "streams-batch"];
 const SERVERS = ["ours", "reference"];
 
 /** One workload through the driver against `server`: its JSON result. */
-function drive(server, workload, profile, scale) {
-  const { node, path } = node22(profile);
-  return new Promise((resolve, reject) => {
-    const child = spawn(node, [DRIVER], {
-      env: { ...process.env, PATH: path, ...server.env, WIRE_WORKLOAD: workload, WIRE_PROFILE_DIR: profileDir(profile), WIRE_SCALE: scale },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let out = "";
-    let err = "";
-    child.stdout.on("data", (d) => (out += d));
-    child.stderr.on("data", (d) => (err += d));
-    child.on("exit", (code) => {
-      const last = out.trim().split("\n").at(-1);
-      if (code !== 0) return reject(new Error(`wire ${workload} on ${server.server} exited ${code}: ${err.trim().split("\n").slice(-5).join(" | ")}`));
-      try {
-        resolve(JSON.parse(last));
-      } catch {
-        reject(new Error(`wire ${workload} on ${server.server}: no result (${out.slice(-200)})`));
-      }
-    });
-  });
+async function drive(server, workload, profile, scale) {
+  const env = { ...server.env, WIRE_WORKLOAD: workload, WIRE_PROFILE_DIR: profileDir(profile), WIRE_SCALE: scale };
+  const { code, out, stdout } = await runNode22(profile, [DRIVER], { env, capture: true });
+  if (code !== 0) throw new Error(`wire ${workload} on ${server.server} exited ${code}: ${out.trim().split("\n").slice(-5).join(" | ")}`);
+  try {
+    return JSON.parse(stdout.trim().split("\n").at(-1));
+  } catch {
+    throw new Error(`wire ${workload} on ${server.server}: no result (${stdout.slice(-200)})`);
+  }
 }
-
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
 
 /**
  * Runs the bench: `rounds` rounds, each every workload on both servers (the order of the two

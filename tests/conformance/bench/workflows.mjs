@@ -25,7 +25,7 @@
 import { readFileSync } from "node:fs";
 import os from "node:os";
 import { readStat, sampleCpu, threadsDeltaMs, hostCpu, stealPct } from "../../../scripts/bench/proc.mjs";
-import { percentile } from "../../../scripts/bench/stats.mjs";
+import { median, percentile } from "../../../scripts/bench/stats.mjs";
 import { startApp } from "../lib/app.mjs";
 import { buildApp, CLIENTS, ensureProfile, PROFILES } from "../lib/profile.mjs";
 import { startServer } from "../lib/workers.mjs";
@@ -478,7 +478,6 @@ export async function traceWorkload({ client = "0.3", profile = "beta42", worklo
   return out;
 }
 
-const median = (xs) => percentile([...xs].sort((a, b) => a - b), 50);
 const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 /** Total wall time covered by the union of intervals [start, end] clipped to [lo, hi]. */

@@ -96,7 +96,10 @@ export function buildApp(profile, name, { template, workflowsDir }) {
   return dir;
 }
 
-/** Runs a Node 22 program in the profile; resolves with its exit code (output inherited or captured). */
+/**
+ * Runs a Node 22 program in the profile; resolves with its exit code (output inherited or
+ * captured: `out` both streams as they came, `stdout` standard output alone).
+ */
 export function runNode22(profile, args, { cwd, env = {}, capture = false } = {}) {
   const { node, path } = node22(profile);
   return new Promise((resolve) => {
@@ -106,11 +109,12 @@ export function runNode22(profile, args, { cwd, env = {}, capture = false } = {}
       stdio: ["ignore", capture ? "pipe" : "inherit", capture ? "pipe" : "inherit"],
     });
     let out = "";
+    let stdout = "";
     if (capture) {
-      child.stdout.on("data", (d) => (out += d));
+      child.stdout.on("data", (d) => ((out += d), (stdout += d)));
       child.stderr.on("data", (d) => (out += d));
     }
-    child.on("exit", (code, signal) => resolve({ code: code ?? (signal ? 1 : 0), out, child }));
+    child.on("exit", (code, signal) => resolve({ code: code ?? (signal ? 1 : 0), out, stdout, child }));
   });
 }
 
