@@ -113,6 +113,9 @@ impl Store for MemoWatch<'_> {
     fn list_visit(&mut self, options: &ListOptions, visit: &mut dyn FnMut(String, Stored) -> StoreResult<bool>) -> StoreResult<()> {
         self.inner.list_visit(options, visit)
     }
+    fn last_key(&mut self, prefix: &str) -> StoreResult<Option<String>> {
+        self.inner.last_key(prefix)
+    }
 }
 
 /// [`claim`], taking at most `limit` messages (the shell's per-invocation budget), and

@@ -74,27 +74,45 @@ fn js_number(text: &str) -> Option<f64> {
     t.parse::<f64>().ok()
 }
 
-/// The persisted event counter of one call.
+/// The event counter of one call: the run's last slot.
+///
+/// The slot of the greatest `event:` key is the counter itself (ids are dense slots,
+/// zero-padded so that key order is slot order), so a call reads it there (a
+/// [`Store::last_key`], which the object's cache answers from memory) and writes no
+/// counter row. The `event_sequence` row the reference writes on every call is written
+/// once, by a run's first successful call, and only read as a floor: it keeps the run's
+/// keys, and so its cleanup's `deletedPayloadKeys`, the reference's, and it carries a
+/// counter a run of an earlier build stored. A run whose greatest event key is not a
+/// slot id (none of ours) keeps saving the counter on every call, as before.
 pub struct Sequence {
     pub seq: u64,
+    /// Write `event_sequence` with the call's outcome.
+    save: bool,
 }
 
 impl Sequence {
     pub fn load(store: &mut dyn Store) -> Result<Sequence, RpcError> {
-        let seq = match crate::store::get_json::<Value>(store, keys::EVENT_SEQUENCE)? {
-            Some(Value::Number(n)) if n >= 0.0 && n.is_finite() => n as u64,
-            _ => 0,
+        let stored = match crate::store::get_json::<Value>(store, keys::EVENT_SEQUENCE)? {
+            Some(Value::Number(n)) if n >= 0.0 && n.is_finite() => Some(n as u64),
+            Some(_) => Some(0),
+            None => None,
         };
-        Ok(Sequence { seq })
+        let last = store.last_key(keys::EVENT_PREFIX)?;
+        let slot = last.as_deref().and_then(|k| event_id_to_slot(&k[keys::EVENT_PREFIX.len()..]));
+        let legacy = last.is_some() && slot.is_none();
+        Ok(Sequence { seq: stored.unwrap_or(0).max(slot.unwrap_or(0)), save: stored.is_none() || legacy })
     }
     pub fn save(&self, store: &mut dyn Store) -> Result<(), RpcError> {
+        if !self.save {
+            return Ok(());
+        }
         crate::store::put_json(store, keys::EVENT_SEQUENCE, &Value::num(self.seq as f64))
     }
     /// Allocate the next slot's id.
     ///
     /// A position is assigned here, inside the storage transaction that writes the event
-    /// occupying it, and the counter is saved only with a committed outcome: a failure or
-    /// a thrown error takes no slot. So no position is ever left empty, and the log is
+    /// occupying it, and the counter is that event's key, stored only with a committed
+    /// outcome: a failure or a thrown error takes no slot. So no position is ever left empty, and the log is
     /// spec 7 (`SPEC_VERSION_SUPPORTS_SEALED_LOG`) by construction, with no `noop` events
     /// to write. A change that hands positions out ahead of the commit (a sequencer, a
     /// reservation across calls) takes on spec 7's other half: sealing every abandoned

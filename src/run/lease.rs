@@ -243,6 +243,9 @@ impl Store for Watch<'_> {
     fn contains(&mut self, key: &str) -> StoreResult<bool> {
         self.inner.contains(key)
     }
+    fn last_key(&mut self, prefix: &str) -> StoreResult<Option<String>> {
+        self.inner.last_key(prefix)
+    }
 }
 
 /// Is `key` a lease (bookkeeping the payload phase deletes without counting)?

@@ -146,6 +146,24 @@ impl Store for KvStore<'_> {
         }
         Ok(())
     }
+
+    /// One reverse listing of one entry; its value stays in JavaScript.
+    fn last_key(&mut self, prefix: &str) -> StoreResult<Option<String>> {
+        let opts = Object::new();
+        let set = |k: &str, v: &JsValue| Reflect::set(&opts, &JsValue::from_str(k), v).map(|_| ());
+        set("prefix", &JsValue::from_str(prefix))
+            .and(set("reverse", &JsValue::TRUE))
+            .and(set("limit", &JsValue::from_f64(1.0)))
+            .map_err(|e| js_error(&e))?;
+        let iterable = self.kv.kv_list(&opts).map_err(|e| js_error(&e))?;
+        let mut iter = js_sys::try_iter(&iterable)
+            .map_err(|e| js_error(&e))?
+            .ok_or_else(|| RpcError::error("storage list did not return an iterable"))?;
+        match iter.next() {
+            Some(entry) => Ok(entry.map_err(|e| js_error(&e))?.unchecked_into::<js_sys::Array>().get(0).as_string()),
+            None => Ok(None),
+        }
+    }
 }
 
 /// How a synchronous call (`rpcCall`, the binary stream methods) reaches storage. The

@@ -196,6 +196,30 @@ impl Store for Buffered<'_> {
             self.inner.list_visit(o, visit)
         }
     }
+
+    /// The inner store's answer (which may come from memory) and the held puts of the
+    /// prefix; a merged listing only when a held deletion removes the inner answer.
+    fn last_key(&mut self, prefix: &str) -> StoreResult<Option<String>> {
+        let held = self.pending.range(prefix.to_string()..).take_while(|(k, _)| k.starts_with(prefix));
+        let mut held_put: Option<String> = None;
+        let mut any = false;
+        for (k, v) in held {
+            any = true;
+            if v.is_some() {
+                held_put = Some(k.clone());
+            }
+        }
+        let inner = self.inner.last_key(prefix)?;
+        if !any {
+            return Ok(inner);
+        }
+        if let Some(k) = &inner {
+            if matches!(self.pending.get(k), Some(None)) {
+                return Ok(self.list_keys(&ListOptions::prefix(prefix).reverse(true).limit(1))?.into_iter().next());
+            }
+        }
+        Ok(inner.into_iter().chain(held_put).max())
+    }
 }
 
 #[cfg(test)]

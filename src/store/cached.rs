@@ -1,5 +1,5 @@
 //! [`ReadCache`]: the values an object read recently, kept between its calls so that the
-//! reads every call of a method repeats (a run's `run` record, its event sequence, its
+//! reads every call of a method repeats (a run's `run` record, its last event key, its
 //! retention markers; a shard's fence of the run at hand) cost no storage call at all.
 //!
 //! Why it is sound: a Durable Object's storage is its own, and every read and write of
@@ -20,8 +20,11 @@
 //! [`CACHE_VALUE_BYTES`], in at most [`CACHE_BYTES`] per object (an isolate may hold many
 //! objects, and wasm memory never shrinks). A read fills an entry; a write updates only
 //! an entry that is already there, so keys written once and never read (events, index
-//! rows) take no room. When full, the cache is emptied and refills with what the next
-//! calls read. Listings always go to storage.
+//! rows) take no room. When full, the cache drops its values and refills with what the
+//! next calls read. Listings always go to storage, except [`Store::last_key`]: the
+//! greatest key of a prefix is kept (through a drop of the values: every writing call asks
+//! again) and follows the object's writes (a put of a greater key becomes it; deleting it
+//! forgets the prefix).
 //!
 //! Knows no core's keys or records: it keeps whatever was read.
 
@@ -41,6 +44,8 @@ const ENTRY_OVERHEAD: usize = 48;
 pub struct ReadCache {
     /// Key → its value, or `None` when storage holds none.
     entries: HashMap<String, Option<Stored>>,
+    /// Prefix → its greatest key ([`Store::last_key`]), or `None` when it has none.
+    lasts: HashMap<String, Option<String>>,
     /// What the entries cost ([`cost`]).
     bytes: usize,
 }
@@ -65,6 +70,7 @@ impl ReadCache {
     /// Forget everything (after writes that bypassed the cache, or a failure).
     pub fn clear(&mut self) {
         self.entries.clear();
+        self.lasts.clear();
         self.bytes = 0;
     }
 
@@ -100,10 +106,17 @@ impl ReadCache {
         }
         let c = cost(key, &value);
         if self.bytes + c > CACHE_BYTES {
-            self.clear();
+            self.evict_values();
         }
         self.bytes += c;
         self.entries.insert(key.to_string(), value);
+    }
+
+    /// Make room: drop every kept value, but not the few greatest keys, which every call
+    /// of a writing method asks for again.
+    fn evict_values(&mut self) {
+        self.entries.clear();
+        self.bytes = self.lasts.iter().map(|(p, l)| last_cost(p, l)).sum();
     }
 
     fn forget(&mut self, key: &str) {
@@ -112,12 +125,73 @@ impl ReadCache {
         }
     }
 
-    /// A write of `key` landed: update its entry if it has one.
-    fn wrote(&mut self, key: &str, value: impl FnOnce() -> Option<Stored>) {
+    /// A write of `key` landed (`put`, else a deletion): update its entry if it has one,
+    /// and the greatest key of each kept prefix it falls under. A put of a greater key
+    /// becomes it; deleting it forgets the prefix, whose next greatest key only storage
+    /// knows.
+    fn wrote(&mut self, key: &str, put: bool, value: impl FnOnce() -> Option<Stored>) {
         if self.entries.contains_key(key) {
             self.keep(key, value());
         }
+        if self.lasts.is_empty() {
+            return;
+        }
+        let mut forgotten = Vec::new();
+        for (prefix, last) in self.lasts.iter_mut().filter(|(p, _)| key.starts_with(p.as_str())) {
+            match last {
+                Some(l) if !put && l.as_str() == key => forgotten.push(prefix.clone()),
+                Some(l) if put && l.as_str() < key => {
+                    self.bytes = self.bytes + key.len() - l.len();
+                    *l = key.to_string();
+                }
+                None if put => {
+                    self.bytes += key.len();
+                    *last = Some(key.to_string());
+                }
+                _ => {}
+            }
+        }
+        for prefix in forgotten {
+            self.forget_last(&prefix);
+        }
+        if self.bytes > CACHE_BYTES {
+            self.evict_values();
+            if self.bytes > CACHE_BYTES {
+                self.clear();
+            }
+        }
     }
+
+    fn last(&self, prefix: &str) -> Option<&Option<String>> {
+        self.lasts.get(prefix)
+    }
+
+    /// Keep `prefix`'s greatest key (a read's answer).
+    fn keep_last(&mut self, prefix: &str, last: Option<String>) {
+        self.forget_last(prefix);
+        let c = last_cost(prefix, &last);
+        if c > CACHE_VALUE_BYTES {
+            return;
+        }
+        if self.bytes + c > CACHE_BYTES {
+            self.evict_values();
+            if self.bytes + c > CACHE_BYTES {
+                self.clear();
+            }
+        }
+        self.bytes += c;
+        self.lasts.insert(prefix.to_string(), last);
+    }
+
+    fn forget_last(&mut self, prefix: &str) {
+        if let Some(old) = self.lasts.remove(prefix) {
+            self.bytes -= last_cost(prefix, &old);
+        }
+    }
+}
+
+fn last_cost(prefix: &str, last: &Option<String>) -> usize {
+    prefix.len() + last.as_ref().map_or(0, String::len) + ENTRY_OVERHEAD
 }
 
 /// A store whose reads are answered from (and fill) a [`ReadCache`], and whose writes go
@@ -170,21 +244,21 @@ impl Store for Cached<'_> {
     fn put(&mut self, key: &str, value: &str) -> StoreResult<()> {
         let r = self.inner.put(key, value);
         self.landed(r)?;
-        self.cache.wrote(key, || Some(Stored::Text(value.to_string())));
+        self.cache.wrote(key, true, || Some(Stored::Text(value.to_string())));
         Ok(())
     }
 
     fn put_bytes(&mut self, key: &str, value: &[u8]) -> StoreResult<()> {
         let r = self.inner.put_bytes(key, value);
         self.landed(r)?;
-        self.cache.wrote(key, || Some(Stored::Bytes(value.to_vec())));
+        self.cache.wrote(key, true, || Some(Stored::Bytes(value.to_vec())));
         Ok(())
     }
 
     fn delete(&mut self, key: &str) -> StoreResult<bool> {
         let r = self.inner.delete(key);
         let existed = self.landed(r)?;
-        self.cache.wrote(key, || None);
+        self.cache.wrote(key, false, || None);
         Ok(existed)
     }
 
@@ -194,6 +268,15 @@ impl Store for Cached<'_> {
 
     fn list_visit(&mut self, options: &ListOptions, visit: &mut dyn FnMut(String, Stored) -> StoreResult<bool>) -> StoreResult<()> {
         self.inner.list_visit(options, visit)
+    }
+
+    fn last_key(&mut self, prefix: &str) -> StoreResult<Option<String>> {
+        if let Some(last) = self.cache.last(prefix) {
+            return Ok(last.clone());
+        }
+        let last = self.inner.last_key(prefix)?;
+        self.cache.keep_last(prefix, last.clone());
+        Ok(last)
     }
 }
 
@@ -362,8 +445,10 @@ mod tests {
             let key = format!("k{}", next(40));
             let len = [1, 100, 3000, CACHE_VALUE_BYTES + 10][next(4) as usize];
             let value = format!("{step}:{}", "v".repeat(len));
+            let prefix = ["k", "k1", "k3", "x"][next(4) as usize];
             let mut c = Cached::new(&mut inner, &mut cache);
-            match next(6) {
+            match next(7) {
+                6 => assert_eq!(c.last_key(prefix), plain.last_key(prefix), "step {step}"),
                 0 => assert_eq!(c.put(&key, &value), plain.put(&key, &value)),
                 1 => assert_eq!(c.put_bytes(&key, value.as_bytes()), plain.put_bytes(&key, value.as_bytes())),
                 2 => assert_eq!(c.delete(&key), plain.delete(&key)),
@@ -374,5 +459,114 @@ mod tests {
             assert!(cache.bytes() <= CACHE_BYTES);
         }
         assert!(inner.reads < 20_000, "some reads were answered from the cache");
+    }
+
+    #[test]
+    fn the_greatest_key_of_a_prefix_is_read_once_and_follows_writes() {
+        let mut inner = Counting::new();
+        inner.mem.put("event:1", "a").unwrap();
+        inner.mem.put("event:2", "b").unwrap();
+        inner.mem.put("f", "c").unwrap();
+        let mut cache = ReadCache::new();
+        let mut c = Cached::new(&mut inner, &mut cache);
+        assert_eq!(c.last_key("event:").unwrap().as_deref(), Some("event:2"));
+        assert_eq!(c.last_key("event:").unwrap().as_deref(), Some("event:2"));
+        assert_eq!(c.last_key("none:").unwrap(), None);
+        assert_eq!(c.last_key("none:").unwrap(), None);
+        assert_eq!(inner.reads, 2, "one listing per prefix");
+
+        let mut c = Cached::new(&mut inner, &mut cache);
+        c.put("event:3", "c").unwrap();
+        c.put("event:0", "z").unwrap();
+        c.put("none:1", "n").unwrap();
+        assert_eq!(c.last_key("event:").unwrap().as_deref(), Some("event:3"));
+        assert_eq!(c.last_key("none:").unwrap().as_deref(), Some("none:1"));
+        assert_eq!(inner.reads, 2, "puts move the kept answers");
+
+        // Deleting the greatest key forgets it; deleting another key does not.
+        let mut c = Cached::new(&mut inner, &mut cache);
+        c.delete("event:1").unwrap();
+        assert_eq!(c.last_key("event:").unwrap().as_deref(), Some("event:3"));
+        assert_eq!(inner.reads, 2);
+        let mut c = Cached::new(&mut inner, &mut cache);
+        c.delete("event:3").unwrap();
+        assert_eq!(c.last_key("event:").unwrap().as_deref(), Some("event:2"));
+        assert_eq!(inner.reads, 3, "read again after its greatest key went");
+
+        // A failed write empties everything kept.
+        inner.fail_writes = true;
+        assert!(Cached::new(&mut inner, &mut cache).put("event:9", "x").is_err());
+        inner.fail_writes = false;
+        assert_eq!(Cached::new(&mut inner, &mut cache).last_key("event:").unwrap().as_deref(), Some("event:2"));
+        assert_eq!(inner.reads, 4);
+        let counted: usize =
+            cache.entries.iter().map(|(k, v)| cost(k, v)).sum::<usize>() + cache.lasts.iter().map(|(p, l)| last_cost(p, l)).sum::<usize>();
+        assert_eq!(counted, cache.bytes());
+
+        // Making room for values keeps the greatest keys: every writing call asks again.
+        let value = "v".repeat(1000);
+        for i in 0..40 {
+            let key = format!("k{i}");
+            inner.mem.put(&key, &value).unwrap();
+            Cached::new(&mut inner, &mut cache).get(&key).unwrap();
+        }
+        let reads = inner.reads;
+        assert_eq!(Cached::new(&mut inner, &mut cache).last_key("event:").unwrap().as_deref(), Some("event:2"));
+        assert_eq!(inner.reads, reads, "still answered from memory");
+        assert!(cache.bytes() <= CACHE_BYTES);
+    }
+
+    /// Buffered calls over the cache, some failing, agree with the same calls on a plain
+    /// store on every greatest key they read.
+    #[test]
+    fn buffered_calls_read_the_greatest_key_of_their_own_writes() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let mut plain = MemoryStore::new();
+        let mut inner = Counting::new();
+        let mut cache = ReadCache::new();
+        for call in 0..3_000 {
+            let ops: Vec<(u64, String, &str)> =
+                (0..next(6) + 1).map(|_| (next(3), format!("e:{:02}", next(30)), ["e:", "e:1", "e:2", "f"][next(4) as usize])).collect();
+            let fails = next(4) == 0;
+            let mut seen = Vec::new();
+            let mut expected = Vec::new();
+            let _ = run_buffered(&mut Cached::new(&mut inner, &mut cache), |s| {
+                for (op, key, prefix) in &ops {
+                    match op {
+                        0 => s.put(key, "v")?,
+                        1 => {
+                            s.delete(key)?;
+                        }
+                        _ => seen.push(s.last_key(prefix)?),
+                    }
+                }
+                if fails {
+                    return Err(RpcError::error("refused"));
+                }
+                Ok(())
+            });
+            // The same operations on a copy of the plain store, kept only when the call succeeds.
+            let mut copy = plain.clone();
+            for (op, key, prefix) in &ops {
+                match op {
+                    0 => copy.put(key, "v").unwrap(),
+                    1 => {
+                        copy.delete(key).unwrap();
+                    }
+                    _ => expected.push(copy.last_key(prefix).unwrap()),
+                }
+            }
+            assert_eq!(seen, expected, "call {call}");
+            if !fails {
+                plain = copy;
+            }
+            assert_eq!(inner.mem.keys(), plain.keys(), "call {call}");
+        }
     }
 }

@@ -194,6 +194,13 @@ pub trait Store {
     fn list_keys(&mut self, options: &ListOptions) -> StoreResult<Vec<String>> {
         Ok(self.list_values(options)?.into_iter().map(|(k, _)| k).collect())
     }
+
+    /// The greatest key starting with `prefix`, or `None` when there is none. The default
+    /// lists one entry in reverse; a store that can answer without the value (the
+    /// shell's) or from memory (a cache that follows its writes) does.
+    fn last_key(&mut self, prefix: &str) -> StoreResult<Option<String>> {
+        Ok(self.list_keys(&ListOptions::prefix(prefix).reverse(true).limit(1))?.into_iter().next())
+    }
 }
 
 /// Entries read per batch by the default [`Store::list_visit`]: 8 values of the largest
@@ -291,5 +298,8 @@ impl<S: Store + ?Sized> Store for &mut S {
     }
     fn contains(&mut self, key: &str) -> StoreResult<bool> {
         (**self).contains(key)
+    }
+    fn last_key(&mut self, prefix: &str) -> StoreResult<Option<String>> {
+        (**self).last_key(prefix)
     }
 }

@@ -36,6 +36,9 @@ impl<S: Store> Store for ReadOnly<S> {
     fn contains(&mut self, key: &str) -> StoreResult<bool> {
         self.0.contains(key)
     }
+    fn last_key(&mut self, prefix: &str) -> StoreResult<Option<String>> {
+        self.0.last_key(prefix)
+    }
 }
 
 #[cfg(test)]

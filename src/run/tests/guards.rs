@@ -1,6 +1,7 @@
 //! Guard order on a missing run, thrown errors (and their rollback), dense slots.
 
 use super::*;
+use crate::store::Store;
 
 #[test]
 fn missing_run_answers_in_guard_order() {
@@ -85,10 +86,12 @@ fn malformed_requests_throw_type_errors() {
 }
 
 #[test]
-fn event_ids_are_dense_persisted_slots() {
+fn event_ids_are_dense_slots_counted_by_the_last_event_key() {
     let mut h = Harness::new();
     h.start_run();
-    assert_eq!(h.store.text("event_sequence"), Some("2"));
+    // The counter row is written by the run's first call only (the reference rewrites it on
+    // every call); the slots continue from the greatest event key.
+    assert_eq!(h.store.text("event_sequence"), Some("1"));
     for i in 0..10 {
         h.apply(&format!(r#"{{"eventType":"step_created","correlationId":"s{i}","eventData":{{"stepName":"n","input":1}}}}"#));
         // A failure in between takes no slot.
@@ -103,15 +106,44 @@ fn event_ids_are_dense_persisted_slots() {
     let ids: Vec<String> = h.events().iter().map(|e| s(e, "eventId").to_string()).collect();
     let want: Vec<String> = (1..=12).map(|i| format!("evnt_{i:026}")).collect();
     assert_eq!(ids, want);
-    assert_eq!(h.store.text("event_sequence"), Some("12"));
+    assert_eq!(h.store.text("event_sequence"), Some("1"), "no counter write after the first call");
 }
 
 #[test]
-fn idempotent_outcomes_still_persist_the_sequence() {
+fn a_successful_call_leaves_the_counter_row_as_the_reference_does() {
     let mut h = Harness::new();
     h.create_run();
     h.store.data.remove("event_sequence");
-    // A replay appends nothing but writes event_sequence (unchanged value 0 here).
+    // A replay appends nothing but writes the missing row (the run's cleanup counts it).
     h.create_run();
-    assert_eq!(h.store.text("event_sequence"), Some("0"));
+    assert_eq!(h.store.text("event_sequence"), Some("1"));
+    // A failure writes nothing.
+    h.store.data.remove("event_sequence");
+    h.apply(r#"{"eventType":"step_started","correlationId":"missing"}"#);
+    assert_eq!(h.store.text("event_sequence"), None);
+}
+
+#[test]
+fn a_counter_stored_ahead_of_the_log_stays_a_floor() {
+    // A run of an earlier build stored its counter on every call; where it is ahead of the
+    // last event key (it never is in our logs, but nothing may ever reuse a slot), the next
+    // slot follows it.
+    let mut h = Harness::new();
+    h.start_run();
+    h.store.put("event_sequence", "20").unwrap();
+    let out = h.apply(r#"{"eventType":"step_created","correlationId":"s1","eventData":{"stepName":"n","input":1}}"#);
+    assert_eq!(s(&out, "event.eventId"), format!("evnt_{:026}", 21));
+    assert_eq!(h.store.text("event_sequence"), Some("20"));
+}
+
+#[test]
+fn a_log_whose_last_key_is_no_slot_keeps_saving_the_counter() {
+    let mut h = Harness::new();
+    h.start_run();
+    // An event key that is not a slot id sorts after every slot id.
+    h.store.put("event:evnt_01J0000000000000000000000Z", "{}").unwrap();
+    h.store.put("event_sequence", "2").unwrap();
+    let out = h.apply(r#"{"eventType":"step_created","correlationId":"s1","eventData":{"stepName":"n","input":1}}"#);
+    assert_eq!(s(&out, "event.eventId"), format!("evnt_{:026}", 3));
+    assert_eq!(h.store.text("event_sequence"), Some("3"));
 }
