@@ -196,11 +196,17 @@ impl Harness {
         out.map(world_celld_rs::wire::value::expand_stored)
     }
 
+    /// The run's last slot: the greatest event key's (the counter a call reads), or the
+    /// stored `event_sequence` row when that is ahead (it is written once per run).
     fn sequence(&self) -> u64 {
-        match self.store.text("event_sequence") {
+        let stored = match self.store.text("event_sequence") {
             None => 0,
             Some(t) => t.parse::<f64>().unwrap_or_else(|_| panic!("event_sequence {t:?}")) as u64,
-        }
+        };
+        let last = keys_under(&self.store, "event:").last().map(|k| {
+            k.strip_prefix("event:evnt_").and_then(|d| d.parse::<u64>().ok()).unwrap_or_else(|| panic!("event key {k:?} is no slot"))
+        });
+        stored.max(last.unwrap_or(0))
     }
 
     /// A read outside a transaction (reads write nothing; `last` checks that).
