@@ -46,7 +46,7 @@ pub struct ReadCache {
     entries: HashMap<String, Option<Stored>>,
     /// Prefix → its greatest key ([`Store::last_key`]), or `None` when it has none.
     lasts: HashMap<String, Option<String>>,
-    /// What the entries cost ([`cost`]).
+    /// What the entries and the greatest keys cost ([`cost`], [`last_cost`]).
     bytes: usize,
 }
 
