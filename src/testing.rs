@@ -17,3 +17,19 @@ pub fn block_on<F: Future>(f: F) -> F::Output {
         }
     }
 }
+
+/// A xorshift64 generator from `seed` (not 0): each call answers the next value below
+/// `n` (`u64::MAX` for the raw value). Deterministic, so a failing random test fails the
+/// same way every run.
+pub fn xorshift(mut seed: u64) -> impl FnMut(u64) -> u64 {
+    move |n| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        if n == u64::MAX {
+            seed
+        } else {
+            seed % n
+        }
+    }
+}

@@ -313,13 +313,7 @@ mod tests {
     /// store ends as a direct run leaves it, and every read on the way answers the same.
     #[test]
     fn agrees_with_direct_writes_on_random_sequences() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut next = crate::testing::xorshift(0x9e37_79b9_7f4a_7c15);
         let key = |i: u64| format!("{}:{}", ["a", "b", "c"][(i % 3) as usize], i % 7);
         for round in 0..400u64 {
             let mut start = MemoryStore::new();

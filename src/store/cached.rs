@@ -431,13 +431,7 @@ mod tests {
     /// without one, read for read.
     #[test]
     fn agrees_with_an_uncached_store_on_random_sequences() {
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut next = crate::testing::xorshift(0x2545_f491_4f6c_dd1d);
         let mut plain = MemoryStore::new();
         let mut inner = Counting::new();
         let mut cache = ReadCache::new();
@@ -520,13 +514,7 @@ mod tests {
     /// store on every greatest key they read.
     #[test]
     fn buffered_calls_read_the_greatest_key_of_their_own_writes() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut next = crate::testing::xorshift(0x9e37_79b9_7f4a_7c15);
         let mut plain = MemoryStore::new();
         let mut inner = Counting::new();
         let mut cache = ReadCache::new();

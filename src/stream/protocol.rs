@@ -359,13 +359,8 @@ mod tests {
     /// every truncation of a valid frame is refused.
     #[test]
     fn decoder_is_total_and_roundtrips() {
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut rng = crate::testing::xorshift(0x2545_f491_4f6c_dd1d);
+        let mut next = || rng(u64::MAX);
         for _ in 0..20_000 {
             let len = (next() % 64) as usize;
             let mut bytes: Vec<u8> = (0..len).map(|_| next() as u8).collect();
