@@ -114,10 +114,11 @@ impl Sequence {
     /// occupying it, and the counter is that event's key, stored only with a committed
     /// outcome: a failure or a thrown error takes no slot. So no position is ever left
     /// empty, and the log is spec 7 (`SPEC_VERSION_SUPPORTS_SEALED_LOG`) by construction,
-    /// with no `noop` events to write. A change that hands positions out ahead of the commit (a sequencer, a
-    /// reservation across calls) takes on spec 7's other half: sealing every abandoned
-    /// position with a `noop` event, and reads that wait for a pending position to be
-    /// filled or sealed instead of answering a log that ends before it.
+    /// with no `noop` events to write. A change that hands positions out ahead of the
+    /// commit (a sequencer, a reservation across calls) takes on spec 7's other half:
+    /// sealing every abandoned position with a `noop` event, and reads that wait for a
+    /// pending position to be filled or sealed instead of answering a log that ends
+    /// before it.
     pub fn next_id(&mut self) -> Result<String, RpcError> {
         self.seq = self.seq.checked_add(1).ok_or_else(|| RpcError::range_error("Invalid event slot"))?;
         slot_to_event_id(self.seq as f64)

@@ -116,6 +116,31 @@ impl Store for KvStore<'_> {
     /// API's iterator is a cursor over SQLite that loads each value on `next()`, so a
     /// caller that stops early never loads the rest.
     fn list_visit(&mut self, o: &ListOptions, visit: &mut dyn FnMut(String, Stored) -> StoreResult<bool>) -> StoreResult<()> {
+        for entry in self.entries(o)? {
+            let entry = entry.map_err(|e| js_error(&e))?;
+            let pair: js_sys::Array = entry.unchecked_into();
+            let key = pair.get(0).as_string().unwrap_or_default();
+            let value = stored(&key, pair.get(1))?.ok_or_else(|| RpcError::error(format!("storage list returned no value at {key}")))?;
+            if !visit(key, value)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// One reverse listing of one entry; its value stays in JavaScript.
+    fn last_key(&mut self, prefix: &str) -> StoreResult<Option<String>> {
+        match self.entries(&ListOptions::prefix(prefix).reverse(true).limit(1))?.next() {
+            Some(entry) => Ok(entry.map_err(|e| js_error(&e))?.unchecked_into::<js_sys::Array>().get(0).as_string()),
+            None => Ok(None),
+        }
+    }
+}
+
+impl KvStore<'_> {
+    /// The platform listing for `o`: an iterator of `[key, value]` pairs, each value
+    /// loaded when its pair is taken.
+    fn entries(&self, o: &ListOptions) -> StoreResult<js_sys::IntoIter> {
         let opts = Object::new();
         let set = |k: &str, v: JsValue| Reflect::set(&opts, &JsValue::from_str(k), &v).map(|_| ());
         let mut r = Ok(());
@@ -132,37 +157,7 @@ impl Store for KvStore<'_> {
         }
         r.map_err(|e| js_error(&e))?;
         let iterable = self.kv.kv_list(&opts).map_err(|e| js_error(&e))?;
-        let iter = js_sys::try_iter(&iterable)
-            .map_err(|e| js_error(&e))?
-            .ok_or_else(|| RpcError::error("storage list did not return an iterable"))?;
-        for entry in iter {
-            let entry = entry.map_err(|e| js_error(&e))?;
-            let pair: js_sys::Array = entry.unchecked_into();
-            let key = pair.get(0).as_string().unwrap_or_default();
-            let value = stored(&key, pair.get(1))?.ok_or_else(|| RpcError::error(format!("storage list returned no value at {key}")))?;
-            if !visit(key, value)? {
-                break;
-            }
-        }
-        Ok(())
-    }
-
-    /// One reverse listing of one entry; its value stays in JavaScript.
-    fn last_key(&mut self, prefix: &str) -> StoreResult<Option<String>> {
-        let opts = Object::new();
-        let set = |k: &str, v: &JsValue| Reflect::set(&opts, &JsValue::from_str(k), v).map(|_| ());
-        set("prefix", &JsValue::from_str(prefix))
-            .and(set("reverse", &JsValue::TRUE))
-            .and(set("limit", &JsValue::from_f64(1.0)))
-            .map_err(|e| js_error(&e))?;
-        let iterable = self.kv.kv_list(&opts).map_err(|e| js_error(&e))?;
-        let mut iter = js_sys::try_iter(&iterable)
-            .map_err(|e| js_error(&e))?
-            .ok_or_else(|| RpcError::error("storage list did not return an iterable"))?;
-        match iter.next() {
-            Some(entry) => Ok(entry.map_err(|e| js_error(&e))?.unchecked_into::<js_sys::Array>().get(0).as_string()),
-            None => Ok(None),
-        }
+        js_sys::try_iter(&iterable).map_err(|e| js_error(&e))?.ok_or_else(|| RpcError::error("storage list did not return an iterable"))
     }
 }
 

@@ -105,18 +105,23 @@ impl ReadCache {
             return;
         }
         let c = cost(key, &value);
-        if self.bytes + c > CACHE_BYTES {
-            self.evict_values();
-        }
+        self.make_room(c);
         self.bytes += c;
         self.entries.insert(key.to_string(), value);
     }
 
-    /// Make room: drop every kept value, but not the few greatest keys, which every call
-    /// of a writing method asks for again.
-    fn evict_values(&mut self) {
+    /// Make room for `more` bytes: drop every kept value, but not the few greatest keys,
+    /// which every call of a writing method asks for again; everything, should those
+    /// alone still not leave the room.
+    fn make_room(&mut self, more: usize) {
+        if self.bytes + more <= CACHE_BYTES {
+            return;
+        }
         self.entries.clear();
         self.bytes = self.lasts.iter().map(|(p, l)| last_cost(p, l)).sum();
+        if self.bytes + more > CACHE_BYTES {
+            self.clear();
+        }
     }
 
     fn forget(&mut self, key: &str) {
@@ -154,12 +159,7 @@ impl ReadCache {
         for prefix in forgotten {
             self.forget_last(&prefix);
         }
-        if self.bytes > CACHE_BYTES {
-            self.evict_values();
-            if self.bytes > CACHE_BYTES {
-                self.clear();
-            }
-        }
+        self.make_room(0);
     }
 
     fn last(&self, prefix: &str) -> Option<&Option<String>> {
@@ -173,12 +173,7 @@ impl ReadCache {
         if c > CACHE_VALUE_BYTES {
             return;
         }
-        if self.bytes + c > CACHE_BYTES {
-            self.evict_values();
-            if self.bytes + c > CACHE_BYTES {
-                self.clear();
-            }
-        }
+        self.make_room(c);
         self.bytes += c;
         self.lasts.insert(prefix.to_string(), last);
     }
