@@ -98,7 +98,7 @@ impl Sequence {
             None => None,
         };
         let last = store.last_key(keys::EVENT_PREFIX)?;
-        let slot = last.as_deref().and_then(|k| event_id_to_slot(&k[keys::EVENT_PREFIX.len()..]));
+        let slot = last.as_deref().and_then(|k| k.strip_prefix(keys::EVENT_PREFIX)).and_then(event_id_to_slot);
         let legacy = last.is_some() && slot.is_none();
         Ok(Sequence { seq: stored.unwrap_or(0).max(slot.unwrap_or(0)), save: stored.is_none() || legacy })
     }
