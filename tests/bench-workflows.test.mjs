@@ -1,8 +1,9 @@
 // The workflow bench's plumbing (npm run bench -- workflows; tests/conformance/bench/
 // workflows.mjs): one round of noSteps and seq10 through the real 0.3.0 client on both
 // servers gives both servers' rows with positive counts; the counting pass counts inside
-// both workers; a run whose result does not match stops the bench; the trace analysis
-// tells the fixed per-run cost from the per-step cost. About 40 s.
+// both workers (and a step's rows written on ours); a run whose result does not match
+// stops the bench; the trace analysis tells the fixed per-run cost from the per-step cost.
+// About 40 s.
 
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
@@ -32,6 +33,12 @@ test("workflow bench: both servers' rows, positive counts, the counting pass", {
   // A sequential run does more than a run without steps, on both servers.
   assert.ok(c.workloads.seq10.ours.requests > c.workloads.noSteps.ours.requests);
   assert.ok(c.counts.seq10.reference.objectCalls > c.counts.noSteps.reference.objectCalls);
+  // What ten sequential steps write on ours: three events, the step record twice and its
+  // creation index entry each, 6 rows a step (no event-counter row per event; the
+  // reference writes 13 a step through this client).
+  const stepRows = (kind) => c.counts.seq10[kind].rowsWritten - c.counts.noSteps[kind].rowsWritten;
+  assert.ok(stepRows("ours") <= 60, `ours wrote ${stepRows("ours")} rows for 10 steps`);
+  assert.ok(stepRows("ours") < stepRows("reference"), `ours ${stepRows("ours")}, reference ${stepRows("reference")}`);
   const report = formatReport(result);
   assert.match(report, /\| noSteps +\| \d+ \/ \d+ /);
   assert.match(report, /\| seq10 +\| \d+ \/ \d+ /);
