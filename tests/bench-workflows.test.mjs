@@ -36,6 +36,9 @@ test("workflow bench: both servers' rows, positive counts, the counting pass", {
   // What ten sequential steps write on ours: three events, the step record twice and its
   // creation index entry each, 6 rows a step (no event-counter row per event; the
   // reference writes 13 a step through this client).
+  // A run's own rows on ours: its first message is claimed in its enqueue (no `due:` entry
+  // written and deleted, no run reference rewritten: 23 rows before).
+  assert.ok(c.counts.noSteps.ours.rowsWritten <= 20, `ours wrote ${c.counts.noSteps.ours.rowsWritten} rows for a run without steps`);
   const stepRows = (kind) => c.counts.seq10[kind].rowsWritten - c.counts.noSteps[kind].rowsWritten;
   assert.ok(stepRows("ours") <= 60, `ours wrote ${stepRows("ours")} rows for 10 steps`);
   assert.ok(stepRows("ours") < stepRows("reference"), `ours ${stepRows("ours")}, reference ${stepRows("reference")}`);

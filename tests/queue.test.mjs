@@ -334,6 +334,27 @@ test("queue: deliveries run concurrently up to QUEUE_MAX_INFLIGHT; no secret hea
   });
 });
 
+test("queue: an enqueue with a free slot claims its message; bursts past the slots are each delivered once, at attempt 1", { timeout: 60_000 }, async () => {
+  await withWorld({ QUEUE_MAX_INFLIGHT: "3" }, () => ({ status: 200, delayMs: 200 }), async ({ target, q }) => {
+    // Nothing runs yet: the enqueue takes a slot itself (no `due:` entry, so nothing pending).
+    await q("q:0", "enqueue", [enqueueRequest("msg_h_0", target.url)]);
+    const first = await q("q:0", "stats");
+    assert.deepEqual([first.pending, first.inflight], [0, 1]);
+    // A burst larger than the slots, enqueued while deliveries run: the first messages are
+    // handed to the running loop, the rest wait their turn. A handed message that a claim
+    // took for lost would go out again as attempt 2.
+    await pool(20, 5, (i) => q("q:0", "enqueue", [enqueueRequest(`msg_h_${i + 1}`, target.url)]));
+    assert.ok(await target.waitUntil(() => target.deliveries.length >= 21, 20_000), "all delivered");
+    await sleep(300);
+    const ids = target.deliveries.map((d) => d.id);
+    assert.equal(new Set(ids).size, 21);
+    assert.equal(ids.length, 21, "each message delivered once");
+    assert.deepEqual([...new Set(target.deliveries.map((d) => d.attempt))], ["1"]);
+    assert.ok(maxOverlap(target.deliveries) <= 3, `at most 3 at once, saw ${maxOverlap(target.deliveries)}`);
+    assert.deepEqual(await q("q:0", "stats"), { pending: 0, inflight: 0, deadLetters: 0, alarmAt: null });
+  });
+});
+
 test("queue: QUEUE_DELIVERY_TIMEOUT_MS aborts slow deliveries (retried, then dead-lettered)", { timeout: 60_000 }, async () => {
   const policy = (d) => {
     if (d.id === "msg_slow_once" && d.attempt === "1") return { status: 200, delayMs: 1500 };

@@ -6,6 +6,9 @@
 //! receipt is sometimes acknowledged, which writes a fence-compaction entry). Each claim's
 //! alarm is compared with listing every family again, which a stale memo would miss.
 //!
+//! An `enqueue` is sometimes offered the shell's `Handoff`; a message it claims joins the
+//! instance's running deliveries.
+//!
 //! Checks after every step: no panic, every stored value decodes, `stats` counts equal the
 //! stored `due:`/`inflight:`/`dlq:` entries, every message row is scheduled (a `due:` entry
 //! naming it or an `inflight:` entry), and no lost wake-up: while anything is scheduled or
@@ -21,7 +24,7 @@ use world_celld_rs::config::Config;
 use world_celld_rs::protocol::hop::{Args, Ctx};
 use world_celld_rs::queue;
 
-use world_celld_rs::queue::delivery::{claim_at_most, classify, settle, ClaimMemo, Claimed, MemoWatch, Outcome, Rearm};
+use world_celld_rs::queue::delivery::{claim_at_most, classify, settle, ClaimMemo, Claimed, Handoff, MemoWatch, Outcome, Rearm};
 use world_celld_rs::queue::state::{clamp_time, schedule_next, Lifecycle, DLQ_PREFIX, DUE_PREFIX, INFLIGHT_PREFIX, MSG_PREFIX};
 use world_celld_rs::store::alarm::{Alarm, AlarmChange};
 use world_celld_rs::store::MemoryStore;
@@ -133,7 +136,9 @@ impl Harness {
         }
     }
 
-    fn call(&mut self, method: &str, args: &[Value]) -> std::result::Result<Value, RpcError> {
+    /// One RPC; an `enqueue` with `offer` gets the shell's [`Handoff`] (this instance's
+    /// running deliveries, a loop running or not), and a message it claims runs here.
+    fn call(&mut self, method: &str, args: &[Value], offer: Option<bool>) -> std::result::Result<Value, RpcError> {
         let ctx = Ctx { now: self.now, name: "q:0", config: &self.config };
         let mut alarm = match method {
             "rearmAlarm" => Alarm::forced(self.alarm),
@@ -142,9 +147,16 @@ impl Harness {
         };
         self.step_now = self.now;
         let memo = &self.memo;
-        let out = self.store.transaction(|s| queue::call(&mut MemoWatch::new(s, memo), &ctx, &mut alarm, method, Args(args)));
+        let mut handoff = offer.map(|looping| Handoff { live: self.running.len(), looping, claimed: None });
+        let out = self.store.transaction(|s| {
+            queue::call_checked(&mut MemoWatch::new(s, memo), &ctx, &mut alarm, method, Args(args), &Lifecycle::unknown(), handoff.as_mut())
+        });
         if out.is_ok() {
             self.apply(&alarm);
+            if let Some(claimed) = handoff.and_then(|h| h.claimed) {
+                assert!(self.running.len() < self.config.queue_max_inflight as usize, "an enqueue claimed past the in-flight cap");
+                self.running.push(claimed);
+            }
         }
         out
     }
@@ -278,13 +290,14 @@ fuzz_target!(|data: &[u8]| {
     while let Ok(Some(op)) = next_op(&mut u, Binding::Queue, &mut build) {
         match op {
             Op::Call { method, args, .. } if !method.is_empty() => {
-                let result = h.call(method, &args);
+                let offer = if method == "enqueue" && u.ratio(1, 2).unwrap_or(false) { Some(u.ratio(1, 2).unwrap_or(false)) } else { None };
+                let result = h.call(method, &args, offer);
                 assert_not_corrupt(method, &result);
                 // A paged expiry's receipt, acknowledged: a fence-compaction entry.
                 if let Some(receipt) = result.as_ref().ok().and_then(|v| v.get("receipt")).cloned() {
                     if u.ratio(1, 2).unwrap_or(false) {
                         let run = args.first().cloned().unwrap_or(Value::Null);
-                        let acked = h.call("acknowledgeExpireRun", &[run, receipt]);
+                        let acked = h.call("acknowledgeExpireRun", &[run, receipt], None);
                         assert_not_corrupt("acknowledgeExpireRun", &acked);
                     }
                 }

@@ -23,6 +23,27 @@ pub struct Claimed {
     pub lease: String,
 }
 
+/// The shell's offer to claim a message in its own `enqueue` (our extension, not in the
+/// reference): when this instance has a free delivery slot, an immediate message goes
+/// straight to an `inflight-deadline:` lease instead of a `due:` entry that the next claim
+/// would turn into one. That saves three rows per message (the `due:` put and delete,
+/// and the run reference's rewrite) and a claim; the shell delivers the message itself.
+///
+/// Sound only when the shell marks the lease live (its delivery running in this instance)
+/// before anything else can run, and then delivers it: a claim that saw the lease not live
+/// would recover it as lost.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Handoff {
+    /// The deliveries running (or handed over) in this instance: what a claim counts as
+    /// active ([`claim`]'s `is_live`).
+    pub live: usize,
+    /// Whether a delivery loop is running that takes the message at once; otherwise the
+    /// alarm is armed for now, to start one.
+    pub looping: bool,
+    /// The message the enqueue claimed, for the shell to deliver.
+    pub claimed: Option<Claimed>,
+}
+
 /// The alarm's claim phase (spec-0.4 `queue.md` §4), one transaction:
 ///
 /// 1. compact a page of due fence-compaction entries (more due → alarm now + 1, stop);

@@ -10,6 +10,7 @@ use crate::store::{ListOptions, Store};
 use crate::wire::js::{member, optional_member, strict_eq, to_js_string, to_number, truthy};
 use crate::wire::{Map, RpcError, Value};
 
+use super::delivery::{Claimed, Handoff};
 use super::state::*;
 
 fn ok_outcome(message_id: Option<&Value>, deduped: bool) -> Value {
@@ -33,8 +34,17 @@ pub fn enqueue_run_id(args: Args) -> Option<String> {
 }
 
 /// `enqueue(request)` (§3; spec-0.4 `queue.md` §2–3). `lifecycle` holds the run DO's
-/// answer for `request.runId`, asked before this transaction.
-pub fn enqueue(store: &mut dyn Store, ctx: &Ctx, alarm: &mut Alarm, args: Args, lifecycle: &Lifecycle) -> Result<Value, RpcError> {
+/// answer for `request.runId`, asked before this transaction. With a `handoff` from the
+/// shell, a message due now is claimed here when a slot is free and nothing due waits
+/// before it (see [`Handoff`]).
+pub fn enqueue(
+    store: &mut dyn Store,
+    ctx: &Ctx,
+    alarm: &mut Alarm,
+    args: Args,
+    lifecycle: &Lifecycle,
+    handoff: Option<&mut Handoff>,
+) -> Result<Value, RpcError> {
     let now = ctx.now;
     ctx.config.max_inflight()?;
     ctx.config.delivery_timeout_ms()?;
@@ -118,14 +128,36 @@ pub fn enqueue(store: &mut dyn Store, ctx: &Ctx, alarm: &mut Alarm, args: Args, 
     let delay = if delay.is_nan() { 0.0 } else { delay.max(0.0) };
     let due_at = clamp_time(now as f64 + delay * 1000.0);
     let id = row.id();
-    let schedule = due_key(due_at, &id);
     put_value(store, &msg_key(&id), &row.to_value())?;
+    let outcome = ok_outcome(row.member("messageId"), false);
+    if let Some(handoff) = handoff {
+        if due_at <= now && handoff.live < ctx.config.max_inflight()? as usize && !due_waiting(store, now)? {
+            // Claimed at once, as the claim would (same deadline); the shell delivers it.
+            let deadline = clamp_time(now as f64 + ctx.config.delivery_timeout_ms()? as f64 + INFLIGHT_GRACE_MS as f64);
+            let lease = inflight_key(deadline, &id);
+            put_value(store, &lease, &Value::str(id.as_str()))?;
+            put_run_reference(store, &row, Slot::Inflight(&lease))?;
+            // A running loop takes it; otherwise the alarm starts one. Either way the alarm
+            // is at most the lease's deadline, which recovers the message if this instance dies.
+            arm_at_most(if handoff.looping { deadline } else { now }, now, alarm);
+            handoff.claimed = Some(Claimed { row, lease });
+            return Ok(outcome);
+        }
+    }
+    let schedule = due_key(due_at, &id);
     put_value(store, &schedule, &Value::str(id.as_str()))?;
     put_run_reference(store, &row, Slot::Due(&schedule))?;
 
     // 6. Arm at most.
     arm_at_most(due_at, now, alarm);
-    Ok(ok_outcome(row.member("messageId"), false))
+    Ok(outcome)
+}
+
+/// Whether a `due:` entry is due at `now`: a message waiting for a slot, which a message
+/// enqueued now must not overtake.
+fn due_waiting(store: &mut dyn Store, now: i64) -> Result<bool, RpcError> {
+    let end = format!("{DUE_PREFIX}{}", pad(now.saturating_add(1)));
+    Ok(store.list_keys(&ListOptions::prefix(DUE_PREFIX).limit(1))?.first().is_some_and(|k| *k < end))
 }
 
 fn count(store: &mut dyn Store, prefix: &str) -> Result<usize, RpcError> {

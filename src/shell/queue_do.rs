@@ -16,6 +16,9 @@
 //!   delivery budget (subrequest limits). It returns once nothing is in flight; every
 //!   transition has re-armed the alarm to the next due time or in-flight deadline, so work
 //!   survives eviction and restarts.
+//! * An `enqueue` may claim its own message ([`Handoff`]): the guard that marks it live is
+//!   taken in the same synchronous call, and the loop (the running one, kicked, or the one
+//!   the enqueue's alarm starts) delivers it like a claimed message.
 //! * Deliveries of a previous instance (the process died mid-delivery) leave `inflight:`
 //!   entries that this instance does not own; the claim puts them back on the schedule at
 //!   once (see [`claim`]'s `is_live`).
@@ -52,8 +55,8 @@ use crate::config::Config;
 use crate::protocol::hop::{Args, Ctx};
 use crate::protocol::leases::HolderName;
 use crate::queue::delivery::{
-    build_request, claim_at_most, classify, drop_expired, needs_body, settle, Action, Body, ClaimMemo, Claimed, MemoWatch, OutboundRequest,
-    Outcome, Rearm,
+    build_request, claim_at_most, classify, drop_expired, needs_body, settle, Action, Body, ClaimMemo, Claimed, Handoff, MemoWatch,
+    OutboundRequest, Outcome, Rearm,
 };
 use crate::queue::driver::{
     self, LifecycleCache, QueueHost, HELD_METHOD, LEASE_METHOD, LIFECYCLE_METHOD, MISSING_RUNS_BINDING, REVOKE_METHOD,
@@ -180,6 +183,11 @@ pub struct QueueObject {
     /// What the claims know of the fence-compaction and 0.3 claim families (every store
     /// handed to a core is a [`MemoWatch`] over it).
     memo: RefCell<ClaimMemo>,
+    /// Messages an `enqueue` claimed itself ([`Handoff`]), live from that moment, for the
+    /// delivery loop to take (the running one, or the one the enqueue's alarm starts).
+    handed: RefCell<Vec<(Claimed, LiveGuard)>>,
+    /// Whether the running loop still takes new deliveries (its per-invocation budget).
+    taking: Cell<bool>,
 }
 
 fn log_error(what: &str, e: &RpcError) {
@@ -345,6 +353,13 @@ impl QueueObject {
         lifecycle: Known,
     ) -> std::result::Result<std::result::Result<Served, RpcError>, Fallback> {
         let ctx = Ctx { now: now_ms(), name, config: &self.config };
+        // An enqueue may claim its message for this instance when the instance can deliver
+        // it: recovered, and a loop that still takes work (or none yet, which the alarm
+        // starts). Not inside the class's transaction (`Direct`), whose commit comes later.
+        let offer =
+            method == "enqueue" && writes != Some(Writes::Direct) && self.recovered.get() && (!self.looping.get() || self.taking.get());
+        let mut handoff = offer.then(|| Handoff { live: self.live.borrow().len(), looping: self.looping.get(), claimed: None });
+        let handoff_ref = &mut handoff;
         let mut core = |store: &mut dyn Store| {
             let known;
             let lifecycle = match lifecycle {
@@ -357,7 +372,7 @@ impl QueueObject {
                     &known
                 }
             };
-            queue::call_checked(store, &ctx, alarm, method, Args(args), lifecycle).map(Served::Done)
+            queue::call_checked(store, &ctx, alarm, method, Args(args), lifecycle, handoff_ref.as_mut()).map(Served::Done)
         };
         let memo = &self.memo;
         let watched = move |store: &mut dyn Store| core(&mut MemoWatch::new(store, memo));
@@ -365,6 +380,11 @@ impl QueueObject {
             Some(writes) => run_sync(&self.storage, writes, watched),
             None => Ok(in_transaction(&self.storage, watched)),
         };
+        if let (Ok(Ok(Served::Done(_))), Some(Handoff { claimed: Some(claimed), .. })) = (&outcome, handoff) {
+            // Live before anything else runs: no claim may take it for lost.
+            let guard = LiveGuard::new(&self.live, claimed.lease.clone());
+            self.handed.borrow_mut().push((claimed, guard));
+        }
         let kicks = matches!(method, "enqueue" | "redriveDeadLetter" | "rearmAlarm" | "expireRun" | "acknowledgeExpireRun");
         if self.looping.get() && matches!(outcome, Ok(Ok(Served::Done(_)))) && kicks {
             self.kick.fire();
@@ -529,6 +549,11 @@ impl QueueObject {
                     Err(e) => log_error("claim", &e),
                 }
             }
+            for (claimed, guard) in self.handed.borrow_mut().drain(..) {
+                delivered += 1;
+                running.push(Box::pin(self.deliver(claimed, guard, cfg.clone())));
+            }
+            self.taking.set(now_ms().saturating_sub(started) < CLAIM_BUDGET_MS && delivered < MAX_DELIVERIES_PER_ALARM);
             first = false;
             if running.is_empty() {
                 break;
@@ -642,6 +667,8 @@ impl QueueObject {
             durable: Cell::new(None),
             recovered: Cell::new(false),
             memo: RefCell::new(ClaimMemo::default()),
+            handed: RefCell::new(Vec::new()),
+            taking: Cell::new(false),
         }
     }
 

@@ -10,6 +10,7 @@ mod dead_letters;
 mod delivery;
 mod enqueue;
 mod expiry;
+mod handoff;
 mod hostile;
 mod lifecycle_leases;
 

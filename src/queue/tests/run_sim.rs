@@ -155,7 +155,7 @@ impl RunSim {
         let lifecycle = block_on(driver::ask(&self.runs, &self.cache, &runs))?;
         let mut alarm = Alarm::new(self.alarm);
         let ctx = Ctx { now: self.now, name: "q:0", config: &config };
-        let r = self.tx(|s| call_checked(s, &ctx, &mut alarm, method, Args(&args), &lifecycle));
+        let r = self.tx(|s| call_checked(s, &ctx, &mut alarm, method, Args(&args), &lifecycle, None));
         if r.is_ok() {
             self.apply(alarm.change());
         }
@@ -179,7 +179,7 @@ impl RunSim {
                 Ok(lifecycle) => {
                     let mut alarm = Alarm::new(self.alarm);
                     let ctx = Ctx { now: self.now, name: "q:0", config: &config };
-                    let r = self.tx(|s| call_checked(s, &ctx, &mut alarm, method, Args(&args), &lifecycle));
+                    let r = self.tx(|s| call_checked(s, &ctx, &mut alarm, method, Args(&args), &lifecycle, None));
                     if r.is_ok() {
                         self.apply(alarm.change());
                     }
