@@ -355,6 +355,35 @@ test("queue: an enqueue with a free slot claims its message; bursts past the slo
   });
 });
 
+test("queue: an enqueue that finds no delivery running starts its delivery before it answers, not at its alarm", { timeout: 60_000 }, async () => {
+  await withWorld({}, (d) => ({ status: 200, delayMs: d.id === "msg_ds_slow" ? 800 : 0 }), async ({ target, q }) => {
+    // Idle → active, twenty times: the delivery is on its way before the enqueue's answer
+    // (waiting for the alarm the enqueue armed, most arrive after it).
+    let early = 0;
+    for (let i = 0; i < 20; i++) {
+      const n = target.deliveries.length;
+      await q("q:0", "enqueue", [enqueueRequest(`msg_ds_${i}`, target.url)]);
+      const answered = Date.now();
+      assert.ok(await target.waitUntil(() => target.deliveries.length > n, 5000), `delivery ${i}`);
+      if (target.deliveries[n].at <= answered) early++;
+      await sleep(20);
+    }
+    assert.ok(early >= 15, `${early}/20 deliveries arrived before their enqueue's answer`);
+    // A slow delivery started this way: the alarm fires meanwhile and joins the loop, which
+    // takes the next enqueue's message too; each is delivered once, and nothing is left.
+    await q("q:0", "enqueue", [enqueueRequest("msg_ds_slow", target.url)]);
+    await sleep(300);
+    await q("q:0", "enqueue", [enqueueRequest("msg_ds_next", target.url)]);
+    assert.ok(await target.waitUntil(() => target.deliveries.length >= 22, 5000), "both delivered");
+    await sleep(300);
+    const ids = target.deliveries.map((d) => d.id);
+    assert.equal(new Set(ids).size, 22);
+    assert.equal(ids.length, 22, "each message delivered once");
+    assert.deepEqual([...new Set(target.deliveries.map((d) => d.attempt))], ["1"]);
+    assert.deepEqual(await q("q:0", "stats"), { pending: 0, inflight: 0, deadLetters: 0, alarmAt: null });
+  });
+});
+
 test("queue: QUEUE_DELIVERY_TIMEOUT_MS aborts slow deliveries (retried, then dead-lettered)", { timeout: 60_000 }, async () => {
   const policy = (d) => {
     if (d.id === "msg_slow_once" && d.attempt === "1") return { status: 200, delayMs: 1500 };

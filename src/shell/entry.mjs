@@ -420,6 +420,25 @@ export class IndexDO extends RustObject {
 
 export class QueueDO extends RustObject {
   static Rust = wasm.QueueObject;
+
+  /**
+   * An `enqueue` that claimed its own message with no delivery loop running starts the
+   * loop here, once its alarm is set and before it answers, instead of waiting for that
+   * alarm to be scheduled (src/shell/queue_do.rs, `deliverNow`). The alarm still fires and
+   * stays open until the loop ends; if this start fails, the alarm's own loop delivers.
+   */
+  // Decided in JavaScript: the loop must outlive the call that started it, un-awaited.
+  async rpc(method, name, data) {
+    const reply = await super.rpc(method, name, data);
+    if (reply[0] === 200 && !critical && this.generation === generation && this.object.startsDelivery()) {
+      const loop = this.object.deliverNow().catch((e) => {
+        noteCritical(e);
+        console.error(`QueueDO: the delivery loop an enqueue started failed: ${e}`);
+      });
+      this.ctx.waitUntil?.(loop);
+    }
+    return reply;
+  }
 }
 
 // The sharded index (src/shell/shards.rs): internal methods only, reached by the 0.3

@@ -17,8 +17,11 @@
 //!   transition has re-armed the alarm to the next due time or in-flight deadline, so work
 //!   survives eviction and restarts.
 //! * An `enqueue` may claim its own message ([`Handoff`]): the guard that marks it live is
-//!   taken in the same synchronous call, and the loop (the running one, kicked, or the one
-//!   the enqueue's alarm starts) delivers it like a claimed message.
+//!   taken in the same synchronous call, and the loop delivers it like a claimed message:
+//!   the running one, kicked, or, with none running, one the class starts right after the
+//!   call ([`QueueObject::deliver_now`]) rather than at the alarm the enqueue armed for
+//!   now. That alarm still fires and stays open until the loop ends, and runs the loop
+//!   itself if the start failed.
 //! * Deliveries of a previous instance (the process died mid-delivery) leave `inflight:`
 //!   entries that this instance does not own; the claim puts them back on the schedule at
 //!   once (see [`claim`]'s `is_live`).
@@ -119,6 +122,50 @@ impl Kick {
     }
 }
 
+/// Wakes the alarm invocations that wait for the running loop to end ([`QueueObject::alarm`]
+/// while a loop that an `enqueue` started runs).
+#[derive(Default)]
+struct LoopEnd {
+    ended: Cell<u64>,
+    waiters: RefCell<Vec<Waker>>,
+}
+
+impl LoopEnd {
+    fn notify(&self) {
+        self.ended.set(self.ended.get().wrapping_add(1));
+        for w in self.waiters.borrow_mut().drain(..) {
+            w.wake();
+        }
+    }
+
+    /// Resolves at the next [`notify`](Self::notify).
+    async fn wait(&self) {
+        let seen = self.ended.get();
+        std::future::poll_fn(|cx| {
+            if self.ended.get() != seen {
+                return Poll::Ready(());
+            }
+            self.waiters.borrow_mut().push(cx.waker().clone());
+            Poll::Pending
+        })
+        .await
+    }
+}
+
+/// Ends a loop when dropped (also when the future holding it is dropped): clears the
+/// looping flag and wakes the alarm invocations waiting for it.
+struct EndOnDrop<'a> {
+    looping: &'a Cell<bool>,
+    end: &'a LoopEnd,
+}
+
+impl Drop for EndOnDrop<'_> {
+    fn drop(&mut self) {
+        self.looping.set(false);
+        self.end.notify();
+    }
+}
+
 /// Stop a claim phase that failed: the alarm is retried this long after.
 const CLAIM_FAILURE_RETRY_MS: i64 = 1000;
 
@@ -147,15 +194,6 @@ impl Drop for LiveGuard {
     }
 }
 
-/// Clears a flag when dropped (also when the future holding it is dropped).
-struct ResetOnDrop<'a>(&'a Cell<bool>);
-
-impl Drop for ResetOnDrop<'_> {
-    fn drop(&mut self) {
-        self.0.set(false);
-    }
-}
-
 #[wasm_bindgen(js_name = QueueObject)]
 pub struct QueueObject {
     storage: ObjectStorage,
@@ -171,8 +209,11 @@ pub struct QueueObject {
     /// message in the same millisecond share a lease).
     live: Rc<RefCell<HashMap<String, u32>>>,
     kick: Rc<Kick>,
-    /// Whether an alarm loop is running in this instance.
+    /// Whether a delivery loop is running in this instance (started by the alarm, or by
+    /// an `enqueue` that claimed its message with none running).
     looping: Cell<bool>,
+    /// Notified when the loop ends.
+    loop_end: LoopEnd,
     /// The alarm as last set by this instance (the loop's next wake-up).
     planned: Cell<Option<i64>>,
     /// The alarm storage holds, as far as this instance knows (`None`: not known; else
@@ -522,17 +563,22 @@ impl QueueObject {
         drop(guard);
     }
 
-    async fn run_loop(&self) -> std::result::Result<(), JsValue> {
+    /// The delivery loop. `from_alarm`: the platform runs the alarm (what storage holds is
+    /// not known, and the loop claims first); else an `enqueue` started it for the message
+    /// it claimed, whose alarm (armed now) is left to fire and join the loop: the first
+    /// pass only takes the handed messages, so no exact claim alarm replaces that one.
+    async fn run_loop(&self, from_alarm: bool) -> std::result::Result<(), JsValue> {
         let cfg = self.config.clone();
         let started = now_ms();
         let mut running: FuturesUnordered<Pin<Box<dyn Future<Output = ()> + '_>>> = FuturesUnordered::new();
         let mut first = true;
         let mut delivered = 0usize;
-        // The platform is running the alarm: what storage holds is not known.
-        self.durable.set(None);
+        if from_alarm {
+            self.durable.set(None);
+        }
         loop {
             let can_claim = now_ms().saturating_sub(started) < CLAIM_BUDGET_MS && delivered < MAX_DELIVERIES_PER_ALARM;
-            if can_claim {
+            if can_claim && (from_alarm || !first) {
                 // With nothing running this claim may be the loop's last: its alarm is exact.
                 match self.claim_pass(&cfg, MAX_DELIVERIES_PER_ALARM - delivered, running.is_empty()).await {
                     Ok(rows) => {
@@ -663,6 +709,7 @@ impl QueueObject {
             live: Rc::new(RefCell::new(HashMap::new())),
             kick: Rc::new(Kick::default()),
             looping: Cell::new(false),
+            loop_end: LoopEnd::default(),
             planned: Cell::new(None),
             durable: Cell::new(None),
             recovered: Cell::new(false),
@@ -749,15 +796,38 @@ impl QueueObject {
     /// The delivery loop. Throws only when its first claim fails (the platform retries).
     pub async fn alarm(&self) -> std::result::Result<(), JsValue> {
         if self.looping.get() {
-            // A loop is already running in this instance: let it pick up the work (and
-            // write its next alarm: the platform counts this invocation's as handled).
+            // A loop is already running in this instance (an enqueue started it): let it
+            // pick up the work and write its next alarm (the platform counts this
+            // invocation's as handled), and keep this invocation open until it ends, so the
+            // deliveries run inside an alarm handler as the loop's own do.
             self.durable.set(None);
             self.kick.fire();
+            self.loop_end.wait().await;
             return Ok(());
         }
         self.recovered.set(true);
         self.looping.set(true);
-        let _looping = ResetOnDrop(&self.looping);
-        self.run_loop().await
+        let _end = EndOnDrop { looping: &self.looping, end: &self.loop_end };
+        self.run_loop(true).await
+    }
+
+    /// Whether a call just handed this instance a message with no loop running
+    /// ([`Handoff`]): the class then calls [`deliver_now`](Self::deliver_now).
+    #[wasm_bindgen(js_name = startsDelivery)]
+    pub fn starts_delivery(&self) -> bool {
+        !self.looping.get() && !self.handed.borrow().is_empty()
+    }
+
+    /// Start the delivery loop for the handed messages now, instead of at the alarm the
+    /// enqueue armed (which still fires, and waits for this loop; see [`alarm`](Self::alarm)).
+    /// Saves the alarm's scheduling between an enqueue and its delivery.
+    #[wasm_bindgen(js_name = deliverNow)]
+    pub async fn deliver_now(&self) -> std::result::Result<(), JsValue> {
+        if !self.starts_delivery() {
+            return Ok(());
+        }
+        self.looping.set(true);
+        let _end = EndOnDrop { looping: &self.looping, end: &self.loop_end };
+        self.run_loop(false).await
     }
 }
