@@ -20,10 +20,7 @@ use crate::wire::{js, RpcError, Value};
 
 use super::keys;
 use super::protocol::{self, ProtocolError, ReadFrame, ReadParams, WireState};
-use super::records::{
-    chunk_wire_bytes, decode_chunk, fence_value, get_size, put_chunk, put_size, value_wire_len, StreamFailure, StreamMeta, StreamState,
-    MAX_COUNT,
-};
+use super::records::{chunk_wire_bytes, decode_chunk, fence_value, put_chunk, StreamFailure, StreamMeta, StreamState, MAX_COUNT};
 
 /// The first argument, the caller's run id (both roles' methods take it first).
 pub(super) fn run_id<'a>(args: Args<'a>) -> Result<&'a str, RpcError> {
@@ -82,21 +79,17 @@ pub fn assert_writable(meta: &StreamMeta, run_id: &str) -> Result<(), Refusal> {
     }
 }
 
-/// Append chunks after `meta.count` with their `chunk-size:` entries, and store the new
-/// meta `{count, state: "open", ownerRunId}`. Returns the first index.
-fn append(store: &mut dyn Store, meta: &StreamMeta, run_id: &str, chunks: &[(&Value, usize)]) -> Result<u64, RpcError> {
-    let start = meta.count;
-    let next = start + chunks.len() as u64;
-    if next > MAX_COUNT {
+/// Append one chunk after `meta.count` and store the new meta `{count, state: "open",
+/// ownerRunId}`: two rows (no `chunk-size:` entry, see [`crate::stream::records`]).
+/// Returns its index.
+fn append(store: &mut dyn Store, meta: &StreamMeta, run_id: &str, chunk: &Value) -> Result<u64, RpcError> {
+    let index = meta.count;
+    if index + 1 > MAX_COUNT {
         return Err(Refusal::OffsetLimit.into());
     }
-    for (offset, (chunk, size)) in chunks.iter().enumerate() {
-        let index = start + offset as u64;
-        put_chunk(store, &keys::chunk(index), chunk)?;
-        put_size(store, index, *size)?;
-    }
-    StreamMeta { count: next, state: StreamState::Open, owner_run_id: Some(run_id.to_string()), ..Default::default() }.save(store)?;
-    Ok(start)
+    put_chunk(store, &keys::chunk(index), chunk)?;
+    StreamMeta { count: index + 1, state: StreamState::Open, owner_run_id: Some(run_id.to_string()), ..Default::default() }.save(store)?;
+    Ok(index)
 }
 
 /// `writeChunks(runId, chunks)` (binary POST): the batch rules, the writable check, one
@@ -112,7 +105,6 @@ pub fn write_chunks(store: &mut dyn Store, run_id: &str, chunks: &[&[u8]]) -> Re
     for (offset, chunk) in chunks.iter().enumerate() {
         let index = start + offset as u64;
         store.put_bytes(&keys::chunk(index), chunk)?;
-        put_size(store, index, chunk.len())?;
     }
     let next = start + chunks.len() as u64;
     StreamMeta { count: next, state: StreamState::Open, owner_run_id: Some(run_id.to_string()), ..Default::default() }.save(store)?;
@@ -129,7 +121,7 @@ pub fn write_chunk(store: &mut dyn Store, args: Args) -> Result<Value, RpcError>
     }
     assert_writable(&meta, run_id)?;
     let chunk = args.raw(1).ok_or_else(js_args::put_undefined)?;
-    let index = append(store, &meta, run_id, &[(chunk, value_wire_len(chunk))])?;
+    let index = append(store, &meta, run_id, chunk)?;
     Ok(Value::Number(index as f64))
 }
 
@@ -236,49 +228,40 @@ impl Snapshot {
     }
 }
 
-/// The size of chunk `index`: its `chunk-size:` entry, or (0.3-written chunk) its payload's,
-/// backfilled when the store can write. Returns the payload too when it had to read it.
-fn size_of(store: &mut dyn Store, index: u64) -> Result<(u64, Option<Vec<u8>>), RpcError> {
-    if let Some(size) = get_size(store, index)? {
-        return Ok((size, None));
-    }
-    let key = keys::chunk(index);
-    let stored = store.get_value(&key)?.ok_or_else(|| RpcError::error(format!("Invalid persisted stream chunk at index {index}")))?;
-    let bytes = chunk_wire_bytes(&key, stored)?;
-    // A read-only store refuses: the backfill then waits for a call that writes.
-    let _ = put_size(store, index, bytes.len());
-    Ok((bytes.len() as u64, Some(bytes)))
-}
-
 /// `readChunks` snapshot (`stream.md` §4 step 2): owner check; at most `maxChunks` chunks
 /// from `startIndex`, the longest prefix within `maxBytes` (at least one, so that a legacy
-/// chunk larger than `maxBytes` cannot stall a reader); none when expired.
+/// chunk larger than `maxBytes` cannot stall a reader); none when expired. One range
+/// listing of the `chunk:` keys, read as it goes: the chunk past the budget is the last
+/// one loaded. A chunk missing inside the stream's count is an error, not a short page.
 pub fn read_snapshot(store: &mut dyn Store, run_id: &str, params: &ReadParams) -> Result<Snapshot, RpcError> {
     let meta = StreamMeta::load(store)?;
     assert_owner(&meta, run_id)?;
     let start = u64::from(params.start_index);
     let available = if meta.state == StreamState::Expired { 0 } else { meta.count.saturating_sub(start).min(u64::from(params.max_chunks)) };
     let mut chunks = Vec::new();
-    let mut bytes = 0u64;
-    for index in start..start + available {
-        let (size, payload) = size_of(store, index)?;
-        if !chunks.is_empty() && bytes + size > u64::from(params.max_bytes) {
-            break;
-        }
-        let payload = match payload {
-            Some(p) => p,
-            None => {
-                let key = keys::chunk(index);
-                let stored = store.get_value(&key)?;
-                stored
-                    .map(|s| chunk_wire_bytes(&key, s))
-                    .transpose()?
-                    .filter(|p| p.len() as u64 == size)
-                    .ok_or_else(|| RpcError::error(format!("Invalid persisted stream chunk at index {index}")))?
-            }
+    if available > 0 {
+        let options = ListOptions {
+            prefix: Some(keys::CHUNK_PREFIX.into()),
+            start: Some(keys::chunk(start)),
+            end: Some(keys::chunk(start + available)),
+            ..Default::default()
         };
-        bytes += size;
-        chunks.push(payload);
+        let missing = |index: u64| RpcError::error(format!("Invalid persisted stream chunk at index {index}"));
+        let page =
+            list_budgeted(store, &options, Some(available as usize), params.max_bytes as usize, chunk_wire_bytes, |bytes: &Vec<u8>| {
+                bytes.len()
+            })?;
+        for (offset, (key, bytes)) in page.entries.into_iter().enumerate() {
+            let index = start + offset as u64;
+            if key != keys::chunk(index) {
+                return Err(missing(index));
+            }
+            chunks.push(bytes);
+        }
+        let read = start + chunks.len() as u64;
+        if !page.truncated && read < start + available {
+            return Err(missing(read));
+        }
     }
     Ok(Snapshot { state: meta.state, tail_index: meta.tail_index(), chunks, error: meta.error })
 }
@@ -362,41 +345,46 @@ fn expire_page(store: &mut dyn Store, run_id: &str, expired_at: &Value, limit: u
     let meta = StreamMeta::load(store)?;
     assert_owner(&meta, run_id)?;
     let first_fence = meta.state != StreamState::Expired;
-    let candidates = store.list(&ListOptions::prefix(keys::CHUNK_SIZE_PREFIX).limit(limit as usize + 1))?;
-    let mut page: Vec<(u64, u64)> = Vec::new();
+    // One budgeted listing of the payloads (only their lengths are kept), then the page's
+    // deletes: each chunk, and the `chunk-size:` entries that data written before they
+    // were dropped still has (found by one key listing over the page's range).
+    let listed = list_budgeted(
+        store,
+        &ListOptions::prefix(keys::CHUNK_PREFIX),
+        Some(limit as usize),
+        byte_limit as usize,
+        |key, stored| Ok(chunk_wire_bytes(key, stored).map_or(0, |b| b.len() as u64)),
+        |size: &u64| *size as usize,
+    )?;
+    let mut page: Vec<u64> = Vec::new();
     let mut bytes = 0u64;
-    let mut taken = 0usize;
-    for (key, _) in candidates.iter().take(limit as usize) {
-        let Some(index) = keys::index_of(key) else {
-            // Not a key we write: drop it so that paging always progresses.
-            store.delete(key)?;
-            taken += 1;
-            continue;
-        };
-        let size = get_size(store, index)?.unwrap_or(0);
-        if !page.is_empty() && bytes + size > byte_limit {
-            break;
+    for (key, size) in &listed.entries {
+        store.delete(key)?;
+        // A key we did not write is dropped too, so that paging always progresses.
+        if let Some(index) = keys::index_of(key) {
+            page.push(index);
+            bytes += size;
         }
-        page.push((index, size));
-        bytes += size;
-        taken += 1;
     }
-    let mut done = candidates.len() == taken;
-    if candidates.is_empty() {
-        // 0.3-written chunks have no size entries: one payload per page.
-        if let Some((key, stored)) = store.list_values(&ListOptions::prefix(keys::CHUNK_PREFIX).limit(1))?.into_iter().next() {
-            let size = chunk_wire_bytes(&key, stored).map_or(0, |b| b.len() as u64);
-            page.push((keys::index_of(&key).unwrap_or(0), size));
-            bytes = size;
+    if let (Some(first), Some(last)) = (page.iter().min(), page.iter().max()) {
+        let range = ListOptions {
+            prefix: Some(keys::CHUNK_SIZE_PREFIX.into()),
+            start: Some(keys::chunk_size(*first)),
+            end: Some(keys::chunk_size(last + 1)),
+            ..Default::default()
+        };
+        for key in store.list_keys(&range)? {
             store.delete(&key)?;
         }
     }
-    for (index, _) in &page {
-        store.delete(&keys::chunk(*index))?;
-        store.delete(&keys::chunk_size(*index))?;
-    }
+    let mut done = store.list_keys(&ListOptions::prefix(keys::CHUNK_PREFIX).limit(1))?.is_empty();
     if done {
-        done = store.list_keys(&ListOptions::prefix(keys::CHUNK_PREFIX).limit(1))?.is_empty();
+        // Size entries left without their chunk (older data): gone with the last page.
+        let orphans = store.list_keys(&ListOptions::prefix(keys::CHUNK_SIZE_PREFIX).limit(limit as usize + 1))?;
+        done = orphans.len() <= limit as usize;
+        for key in orphans.iter().take(limit as usize) {
+            store.delete(key)?;
+        }
     }
     if done && page.is_empty() && meta.state == StreamState::Expired && meta.payload_deleted == Some(true) {
         return Ok(ExpirePage { deleted: false, chunks: 0, bytes: 0, done: true });

@@ -7,6 +7,7 @@ pub const META: &str = "meta";
 /// Chunk-role payload keys: `chunk:<index zero-padded to 12 digits>`.
 pub const CHUNK_PREFIX: &str = "chunk:";
 /// Chunk-role size index: `chunk-size:<index zero-padded to 12 digits>` = byte length.
+/// The reference writes one per chunk; ours writes none, and deletes those it finds on expiry.
 pub const CHUNK_SIZE_PREFIX: &str = "chunk-size:";
 /// Registry role: the run that owns the registry.
 pub const REGISTRY_OWNER: &str = "registry:owner";

@@ -1,18 +1,22 @@
 //! The StreamDO's stored records: the chunk-role [`StreamMeta`] (serde JSON under `meta`),
-//! chunk values and their `chunk-size:` entries, and the registry's expiry record.
+//! chunk values, and the registry's expiry record.
 //!
-//! Layout (spec-0.4 `stream.md` §1): `meta` = `{count, state, ownerRunId?, error?,
-//! expiredAt?, expiredChunkCount?, payloadDeleted?}`, `chunk:<i>` the payload,
-//! `chunk-size:<i>` its byte length. Data written by the 0.3 layout is read tolerantly:
-//! `{count, closed, ownerRunId?, expiredAt?}` is `closed` when `closed` is true and
-//! `expired` (payload deleted) when `expiredAt` is present; a missing `chunk-size:` entry
-//! means "read the payload" (and is backfilled by the next call that writes).
+//! Layout (spec-0.4 `stream.md` §1, but for one row): `meta` = `{count, state,
+//! ownerRunId?, error?, expiredAt?, expiredChunkCount?, payloadDeleted?}` and `chunk:<i>`
+//! the payload. The reference also writes `chunk-size:<i>` = the payload's byte length
+//! with every chunk, so that a read can apply its byte budget before loading a payload;
+//! ours reads the chunks in one range listing instead, which loads at most one payload
+//! past the budget, and so writes two rows per chunk, not three. `chunk-size:` entries
+//! that older data still has are ignored by reads and deleted with their chunks. Data
+//! written by the 0.3 layout is read tolerantly: `{count, closed, ownerRunId?,
+//! expiredAt?}` is `closed` when `closed` is true and `expired` (payload deleted) when
+//! `expiredAt` is present.
 //!
 //! A byte-array chunk (the normal case) is stored as raw bytes ([`Stored::Bytes`], a
 //! `Uint8Array` on the platform), so a chunk costs its own size. Legacy `writeChunk`
 //! callers may write any other value (0.3 golden `streams` seq 46 writes `[1,2,3]`): it is
 //! stored as text in the [`slot`] encoding and returned unchanged by the legacy reads; the
-//! binary read sends the UTF-8 of its tagged JSON, and `chunk-size:` records that length.
+//! binary read sends the UTF-8 of its tagged JSON.
 //! Reads also accept the `b` + padded base64 text that earlier versions wrote for byte
 //! chunks.
 //!
@@ -26,17 +30,13 @@
 use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::store::slot;
-use crate::store::{get_json, put_json, Store, StoreResult, Stored};
+use crate::store::{put_json, Store, StoreResult, Stored};
 use crate::wire::{js, RpcError, Value};
 
 use super::keys;
 
 /// Highest count / index (`2^31 − 1`).
 pub const MAX_COUNT: u64 = 2_147_483_647;
-/// Largest size a stored chunk may claim: 1 MiB for binary writes; legacy `writeChunk`
-/// chunks may be larger (up to the platform's value limit), so sizes are accepted up to 4 MiB.
-pub const MAX_STORED_CHUNK_BYTES: u64 = 4 * 1_048_576;
-
 /// The four stream states.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -204,30 +204,6 @@ pub fn chunk_wire_bytes(key: &str, stored: Stored) -> Result<Vec<u8>, RpcError> 
     }
 }
 
-/// The byte length of a value a legacy `writeChunk` stores, as the binary read sends it.
-pub fn value_wire_len(chunk: &Value) -> usize {
-    match chunk {
-        Value::Bytes(b) => b.len(),
-        other => {
-            let mut out = String::new();
-            other.write_json_keeping_invalid_dates(&mut out);
-            out.len()
-        }
-    }
-}
-
-/// The `chunk-size:<i>` entry: `None` when absent (0.3-written chunk), an error when it is
-/// not a size.
-pub fn get_size(store: &mut dyn Store, index: u64) -> StoreResult<Option<u64>> {
-    let invalid = || RpcError::error(format!("Invalid persisted stream chunk size at index {index}"));
-    let size: Option<f64> = get_json(store, &keys::chunk_size(index)).map_err(|_| invalid())?;
-    size.map(|s| if s.fract() == 0.0 && s >= 0.0 && s <= MAX_STORED_CHUNK_BYTES as f64 { Ok(s as u64) } else { Err(invalid()) }).transpose()
-}
-
-pub fn put_size(store: &mut dyn Store, index: u64, size: usize) -> StoreResult<()> {
-    put_json(store, &keys::chunk_size(index), &(size as u64))
-}
-
 /// `registry:expired`: `{expiredAt, deleted}`; 0.3 stored the bare `expiredAt` number.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RegistryExpiry {
@@ -306,14 +282,8 @@ mod tests {
     }
 
     #[test]
-    fn sizes_and_registry_expiry() {
+    fn registry_expiry() {
         let mut s = MemoryStore::new();
-        assert_eq!(get_size(&mut s, 0).unwrap(), None);
-        put_size(&mut s, 0, 7).unwrap();
-        assert_eq!(s.data["chunk-size:000000000000"], "7");
-        assert_eq!(get_size(&mut s, 0).unwrap(), Some(7));
-        s.put("chunk-size:000000000001", "-1").unwrap();
-        assert_eq!(get_size(&mut s, 1).unwrap_err().message, "Invalid persisted stream chunk size at index 1");
         assert_eq!(RegistryExpiry::load(&mut s).unwrap(), None);
         s.put("registry:expired", &slot::encode(&Value::num(946_684_800_000.0))).unwrap();
         assert_eq!(RegistryExpiry::load(&mut s).unwrap(), Some(RegistryExpiry { expired_at: Value::num(946_684_800_000.0), deleted: 0 }));
@@ -337,7 +307,6 @@ mod tests {
         let wire = |s: &mut MemoryStore, k: &str| chunk_wire_bytes(k, s.get_value(k).unwrap().unwrap()).unwrap();
         assert_eq!(wire(&mut s, "chunk:000000000002"), b"[1]".to_vec());
         assert_eq!(wire(&mut s, "chunk:000000000004"), vec![1, 2, 3]);
-        assert_eq!(value_wire_len(&Value::Array(vec![Value::num(1)])), 3);
         assert_eq!(decode_chunk("k", Stored::Text("b!!".into())).unwrap_err().message, "corrupt stored value at k");
     }
 }

@@ -64,11 +64,10 @@ fn writes_get_dense_indexes_and_keep_exact_bytes() {
     assert_eq!(st.ok("getChunks", vec![range(0.0, Some(3.0))]), page(vec![bytes(b"hello "), bytes(&[0xF0, 0x9F])], true, 1.0));
     let e = st.err("writeChunk", vec![s("r1"), bytes(b"late")]);
     assert_eq!(e, RpcError::error("Cannot write to a closed stream"));
-    // Storage layout (0.4): meta + a payload and a size per chunk, 12-digit indexes, bytes
-    // as raw bytes.
-    assert_eq!(st.store.keys(), ["chunk-size:000000000000", "chunk-size:000000000001", "chunk:000000000000", "chunk:000000000001", "meta"]);
+    // Storage layout: meta + one payload row per chunk (no `chunk-size:` row, unlike the
+    // reference), 12-digit indexes, bytes as raw bytes.
+    assert_eq!(st.store.keys(), ["chunk:000000000000", "chunk:000000000001", "meta"]);
     assert_eq!(st.store.data["chunk:000000000001"], Stored::Bytes(vec![0xF0, 0x9F]));
-    assert_eq!(st.store.data["chunk-size:000000000001"], "2");
     assert_eq!(st.store.data["meta"], r#"{"count":2,"state":"closed","ownerRunId":"r1"}"#);
 }
 
@@ -480,25 +479,53 @@ fn first_terminal_state_wins_and_errors_reach_readers() {
 }
 
 #[test]
-fn legacy_data_reads_and_backfills_sizes() {
+fn legacy_data_reads_without_writing() {
     let mut st = Instance::new("stream:legacy");
     // What 0.3 left: chunks without sizes, the 0.3 meta.
     st.store.put_bytes("chunk:000000000000", b"hi").unwrap();
     st.store.put("chunk:000000000001", "j[1,2]").unwrap();
     st.store.put("meta", r#"{"count":2,"closed":true,"ownerRunId":"r"}"#).unwrap();
+    let before = st.store.data.clone();
     let snap = st.read("r", params(0, 32, 1 << 20, 0)).unwrap();
     assert_eq!((snap.state, snap.tail_index), (StreamState::Closed, 1));
     assert_eq!(snap.chunks, vec![b"hi".to_vec(), b"[1,2]".to_vec()]);
-    assert_eq!(st.store.data["chunk-size:000000000000"], "2");
-    assert_eq!(st.store.data["chunk-size:000000000001"], "5");
+    // A read writes nothing (no size backfill).
+    assert_eq!(st.store.data, before);
     // An expired 0.3 stream.
     let mut ex = Instance::new("stream:legacy-ex");
     ex.store.put("meta", r#"{"count":0,"closed":true,"ownerRunId":"r","expiredAt":5}"#).unwrap();
     assert_eq!(ex.read("r", params(0, 32, 1 << 20, 0)).unwrap().state, StreamState::Expired);
     assert_eq!(ex.err("getInfo", vec![]), RpcError::error("Stream has expired"));
-    // A corrupt size is refused.
+    // `chunk-size:` entries that earlier versions wrote (and the reference writes) are
+    // ignored, even when they disagree with the payload.
     st.store.put("chunk-size:000000000000", "\"x\"").unwrap();
-    assert_eq!(st.read("r", params(0, 1, 1 << 20, 0)).unwrap_err(), RpcError::error("Invalid persisted stream chunk size at index 0"));
+    st.store.put("chunk-size:000000000001", "999").unwrap();
+    assert_eq!(st.read("r", params(0, 32, 1 << 20, 0)).unwrap().chunks, vec![b"hi".to_vec(), b"[1,2]".to_vec()]);
+    // A chunk missing inside the count is an error, not a short page.
+    st.store.delete("chunk:000000000000").unwrap();
+    assert_eq!(st.read("r", params(0, 32, 1 << 20, 0)).unwrap_err(), RpcError::error("Invalid persisted stream chunk at index 0"));
+    st.store.put_bytes("chunk:000000000000", b"hi").unwrap();
+    st.store.delete("chunk:000000000001").unwrap();
+    assert_eq!(st.read("r", params(0, 32, 1 << 20, 0)).unwrap_err(), RpcError::error("Invalid persisted stream chunk at index 1"));
+}
+
+/// A read applies `maxBytes` over the payloads it lists: the longest prefix within the
+/// budget (at least one chunk), and `maxChunks`, from any start index.
+#[test]
+fn reads_apply_the_byte_budget_without_size_rows() {
+    let mut st = Instance::new("stream:budget");
+    let chunks: Vec<Vec<u8>> = (0..6u8).map(|i| vec![i; 10 + usize::from(i)]).collect();
+    let refs: Vec<&[u8]> = chunks.iter().map(Vec::as_slice).collect();
+    st.write("r", &refs).unwrap();
+    assert!(st.store.keys().iter().all(|k| !k.starts_with("chunk-size:")));
+    let lens = |p: ReadParams, st: &mut Instance| st.read("r", p).unwrap().chunks.iter().map(Vec::len).collect::<Vec<_>>();
+    assert_eq!(lens(params(0, 32, 21, 0), &mut st), [10, 11]);
+    assert_eq!(lens(params(0, 32, 20, 0), &mut st), [10]);
+    assert_eq!(lens(params(0, 32, 1, 0), &mut st), [10]);
+    assert_eq!(lens(params(2, 32, 27, 0), &mut st), [12, 13]);
+    assert_eq!(lens(params(3, 2, 1 << 20, 0), &mut st), [13, 14]);
+    assert_eq!(lens(params(5, 32, 1 << 20, 0), &mut st), [15]);
+    assert_eq!(lens(params(6, 32, 1 << 20, 0), &mut st), Vec::<usize>::new());
 }
 
 #[test]
@@ -527,14 +554,28 @@ fn expiry_pages_with_options() {
     assert_eq!(st.read("r", params(0, 32, 1 << 20, 0)).unwrap().tail_index, -1);
     assert_eq!(st.write("r", &[b"x"]).unwrap_err(), RpcError::error("Workflow run \"r\" has expired"));
     assert_eq!(st.err("expireStream", vec![s("o"), Value::num(1), opts(1.0)]), RpcError::error("Stream is owned by workflow run \"r\""));
-    // 0.3-written chunks (no sizes) are deleted one per page.
+    // 0.3-written chunks (no sizes) page like ours, by count and by their payloads' bytes.
     let mut old = Instance::new("stream:old-p");
     old.store.put_bytes("chunk:000000000000", b"ab").unwrap();
     old.store.put_bytes("chunk:000000000001", b"c").unwrap();
-    old.store.put("meta", r#"{"count":2,"closed":false,"ownerRunId":"r"}"#).unwrap();
-    assert_eq!(old.ok("expireStream", vec![s("r"), Value::num(1), Value::object([("limit", Value::num(64))])]), r(true, 1.0, 2.0, false));
-    assert_eq!(old.ok("expireStream", vec![s("r"), Value::num(1), Value::object([("limit", Value::num(64))])]), r(false, 1.0, 1.0, true));
+    old.store.put_bytes("chunk:000000000002", b"de").unwrap();
+    old.store.put("meta", r#"{"count":3,"closed":false,"ownerRunId":"r"}"#).unwrap();
+    assert_eq!(old.ok("expireStream", vec![s("r"), Value::num(1), opts(1.0)]), r(true, 1.0, 2.0, false));
+    assert_eq!(old.ok("expireStream", vec![s("r"), Value::num(1), opts(64.0)]), r(false, 2.0, 3.0, true));
     assert_eq!(old.store.keys(), ["meta"]);
+    // Chunks written with `chunk-size:` entries (earlier versions): each page deletes the
+    // entries of its chunks; the last page also those left without a chunk.
+    let mut sized = Instance::new("stream:sized-p");
+    for i in 0..3u64 {
+        sized.store.put_bytes(&format!("chunk:{i:012}"), b"xyz").unwrap();
+        sized.store.put(&format!("chunk-size:{i:012}"), "3").unwrap();
+    }
+    sized.store.put("chunk-size:000000000007", "3").unwrap();
+    sized.store.put("meta", r#"{"count":3,"state":"open","ownerRunId":"r"}"#).unwrap();
+    assert_eq!(sized.ok("expireStream", vec![s("r"), Value::num(1), opts(2.0)]), r(true, 2.0, 6.0, false));
+    assert_eq!(sized.store.keys(), ["chunk-size:000000000002", "chunk-size:000000000007", "chunk:000000000002", "meta"]);
+    assert_eq!(sized.ok("expireStream", vec![s("r"), Value::num(1), opts(2.0)]), r(false, 1.0, 3.0, true));
+    assert_eq!(sized.store.keys(), ["meta"]);
 }
 
 #[test]
