@@ -139,6 +139,22 @@ test("runs.list merges the 16 shards: gap-free pages of 7 both ways, UTF-8 byte 
   assert.equal(typeof JSON.parse(one.keys[0].value).status, "string");
 });
 
+test("`workflow inspect runs` lists: an empty cursor in reverse is the first page (0.4 route and 0.3 facade)", async () => {
+  // The DevKit CLI's --cursor flag defaults to "", which both world-celld clients send on
+  // as the cursor of their first runs.list page (the 0.4.0 client to /v1/index/runs/list,
+  // the 0.3.0 client to the index binding's `list`); the references answer nothing.
+  for (const id of ["wrun_ic_1", "wrun_ic_2", "wrun_ic_3"]) await createRun(id, "wf-ic");
+  const asked = { prefix: "run:wf-ic:", limit: 50, cursor: "", reverse: true };
+  const v4 = await idx("runs", "list", [asked]);
+  assert.equal(v4.keys.length, 3);
+  assert.deepEqual(v4.keys.map((k) => k.name).reverse(), (await idx("runs", "list", [{ prefix: "run:wf-ic:" }])).keys.map((k) => k.name));
+  const r = await post(w, "/v1/rpc/index/index/list", [asked]);
+  assert.equal(r.status, 200, r.text);
+  assert.deepEqual(r.value.keys.map((k) => k.name), v4.keys.map((k) => k.name));
+  const all = await idx("runs", "list", [{ prefix: "runall:", limit: 1000, cursor: "", reverse: true }]);
+  assert.ok(all.keys.length >= 3);
+});
+
 test("a missing shard namespace is a 500 TypeError, as in the reference (no binding check on /v1/index)", async () => {
   const bare = await startWorker({ omitBindings: ["WORKFLOW_HOOK_TOKENS"] });
   try {

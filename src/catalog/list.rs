@@ -14,7 +14,10 @@ pub const MAX_LIST_LIMIT: usize = 1001;
 /// * `limit`: a finite number is floored and clamped to 1..=1001; anything else is 1001.
 /// * Forward: keys under `prefix` strictly after `cursor` and strictly below `end`.
 /// * Reverse: descending, strictly below `cursor ?? end` (so `end` is the starting bound,
-///   ignored when a cursor is given).
+///   ignored when a cursor is given). An empty cursor counts as none: no key sorts below
+///   `""`, and the DevKit's `workflow inspect runs` sends `cursor: ""` for its first page
+///   (its `--cursor` flag defaults to the empty string), which the reference answers with
+///   an empty list (`docs/compatibility.md`).
 /// * `list_complete` = at most `limit` keys matched; `cursor` = the last returned name
 ///   when not complete, omitted otherwise.
 pub fn list(store: &mut dyn Store, args: Args) -> Result<Value, RpcError> {
@@ -37,7 +40,7 @@ pub fn list(store: &mut dyn Store, args: Args) -> Result<Value, RpcError> {
         query.prefix = Some(prefix);
     }
     if reverse {
-        query.end = cursor.or(end);
+        query.end = cursor.filter(|c| !c.is_empty()).or(end);
     } else {
         query.start_after = cursor;
         query.end = end;

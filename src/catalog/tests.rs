@@ -305,6 +305,12 @@ fn list_pages_forward_and_reverse_with_values() {
     assert_eq!(names(&from_end), ["runall:0000000000002:wrun_2", "runall:0000000000001:wrun_1"]);
     let cursor_wins = listed(&mut c, &[("prefix", s("runall:")), ("end", end), ("reverse", Value::Bool(true)), ("cursor", s("runall:9"))]);
     assert_eq!(names(&cursor_wins).len(), 5);
+    // An empty cursor counts as none in reverse (`workflow inspect runs` sends `""`): the
+    // newest first, as without one; forward it already bounds nothing.
+    let empty = listed(&mut c, &[("prefix", s("runall:")), ("limit", n(2)), ("reverse", Value::Bool(true)), ("cursor", s(""))]);
+    assert_eq!(names(&empty), ["runall:0000000000005:wrun_5", "runall:0000000000004:wrun_4"]);
+    assert_eq!(empty.get("cursor"), Some(&s("runall:0000000000004:wrun_4")));
+    assert_eq!(names(&listed(&mut c, &[("prefix", s("runall:")), ("cursor", s(""))])).len(), 5);
 
     // Exactly `limit` remaining: complete, no cursor. Limits clamp to at least one.
     let exact = listed(&mut c, &[("prefix", s("run:wf:")), ("limit", n(5))]);

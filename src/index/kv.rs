@@ -51,11 +51,12 @@ fn stored(yes: bool) -> Value {
 
 /// `list({prefix?, cursor?, limit?, reverse?}?)` → `{keys: [{name}], list_complete, cursor?}`.
 ///
-/// Reproduces the reference exactly, including its JavaScript arithmetic: it asks storage
+/// Reproduces the reference, including its JavaScript arithmetic: it asks storage
 /// for `limit + 1` keys (so a negative limit, or a string limit that concatenates to one,
 /// hits the platform's `List limit must be positive.`), a `null` cursor is the string
 /// `"null"` (only an absent cursor means "from the start"), and `cursor` is the last returned
-/// name when the listing is not complete, omitted otherwise.
+/// name when the listing is not complete, omitted otherwise. One difference: an empty
+/// cursor in reverse counts as none (the reference lists nothing below `""`).
 pub fn list(store: &mut dyn Store, args: Args) -> Result<Value, RpcError> {
     // `options?.member`: anything but an object has none of these members.
     let options = args.raw(0).and_then(Value::as_object);
@@ -75,7 +76,9 @@ pub fn list(store: &mut dyn Store, args: Args) -> Result<Value, RpcError> {
         options.prefix = Some(prefix);
     }
     if reverse {
-        options.end = cursor;
+        // An empty cursor counts as none (see `crate::catalog::list`): the 0.3 client
+        // passes `workflow inspect runs`' `cursor: ""` through.
+        options.end = cursor.filter(|c| !c.is_empty());
     } else {
         options.start_after = cursor;
     }

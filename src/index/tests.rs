@@ -156,6 +156,11 @@ fn list_argument_quirks() {
     assert_eq!(ix.list(Value::Null), everything);
     assert_eq!(ix.list(opts(&[])), everything);
     assert_eq!(ix.list(s("not options")), everything);
+    // An empty cursor counts as none, also in reverse (`workflow inspect runs` sends `""`;
+    // the reference lists nothing below it).
+    assert_eq!(ix.list(opts(&[("cursor", s(""))])), everything);
+    let newest = ix.list(opts(&[("prefix", s("kv:")), ("cursor", s("")), ("reverse", Value::Bool(true)), ("limit", Value::num(2))]));
+    assert_eq!(newest, page(&["kv:3", "kv:2"], false, Some("kv:2")));
     // limit 0: reads one key, returns none, not complete, and no cursor.
     assert_eq!(ix.list(opts(&[("prefix", s("kv:")), ("limit", Value::num(0))])), page(&[], false, None));
     // Negative limits reach the platform's list-limit error.
