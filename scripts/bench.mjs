@@ -35,7 +35,7 @@
 //                                           scripts/bench/workflows.mjs
 //
 // Each throughput workload gets a fresh worker with the default variables
-// (QUEUE_MAX_INFLIGHT 5, QUEUE_MAX_ATTEMPTS 5, ...) and prints its own figures, plus the
+// (QUEUE_MAX_INFLIGHT 128, QUEUE_MAX_ATTEMPTS 5, ...) and prints its own figures, plus the
 // workerd's CPU over the workload when it can be found (Linux). Needs `npm run build` first.
 
 import { startWorker } from "../tests/lib/harness.mjs";

@@ -11,7 +11,11 @@ pub struct Config {
     /// Sent as `x-workflow-callback-secret` on deliveries when set (non-empty).
     pub callback_secret: Option<String>,
     pub queue_max_attempts: u32,
+    /// The most deliveries one queue shard runs at once (the ceiling of its pace,
+    /// `crate::queue::pace`).
     pub queue_max_inflight: u32,
+    /// `QUEUE_MIN_INFLIGHT`: the floor an overloaded app's signals cut the pace to.
+    pub queue_min_inflight: u32,
     pub queue_delivery_timeout_ms: u64,
     /// Raw `WORKFLOW_MAX_EVENTS`; the run core applies `getMaxEventsPerRun`'s rules.
     pub workflow_max_events: Option<String>,
@@ -20,7 +24,11 @@ pub struct Config {
 }
 
 pub const DEFAULT_QUEUE_MAX_ATTEMPTS: u32 = 5;
-pub const DEFAULT_QUEUE_MAX_INFLIGHT: u32 = 5;
+/// The ceiling of a shard's concurrent deliveries: a burst of 100 one-second workflows is
+/// delivered at once (the reference runs 5).
+pub const DEFAULT_QUEUE_MAX_INFLIGHT: u32 = 128;
+/// The floor: the reference's fixed concurrency.
+pub const DEFAULT_QUEUE_MIN_INFLIGHT: u32 = 5;
 pub const DEFAULT_QUEUE_DELIVERY_TIMEOUT_MS: u64 = 300_000;
 
 impl Default for Config {
@@ -30,6 +38,7 @@ impl Default for Config {
             callback_secret: None,
             queue_max_attempts: DEFAULT_QUEUE_MAX_ATTEMPTS,
             queue_max_inflight: DEFAULT_QUEUE_MAX_INFLIGHT,
+            queue_min_inflight: DEFAULT_QUEUE_MIN_INFLIGHT,
             queue_delivery_timeout_ms: DEFAULT_QUEUE_DELIVERY_TIMEOUT_MS,
             workflow_max_events: None,
             correlation_index: None,
@@ -113,6 +122,9 @@ impl Config {
             queue_max_inflight: positive_int(get("QUEUE_MAX_INFLIGHT").as_deref())
                 .map(|v| u32::try_from(v).unwrap_or(u32::MAX))
                 .unwrap_or(DEFAULT_QUEUE_MAX_INFLIGHT),
+            queue_min_inflight: positive_int(get("QUEUE_MIN_INFLIGHT").as_deref())
+                .map(|v| u32::try_from(v).unwrap_or(u32::MAX))
+                .unwrap_or(DEFAULT_QUEUE_MIN_INFLIGHT),
             queue_delivery_timeout_ms: positive_int(get("QUEUE_DELIVERY_TIMEOUT_MS").as_deref())
                 .unwrap_or(DEFAULT_QUEUE_DELIVERY_TIMEOUT_MS),
             workflow_max_events: get("WORKFLOW_MAX_EVENTS"),

@@ -249,6 +249,11 @@ pub fn claim_at_most(
     Ok(claimed)
 }
 
+/// The deadline in a lease key (0 when it cannot be read).
+pub fn lease_deadline(lease: &str) -> i64 {
+    key_deadline(lease)
+}
+
 /// The deadline in a lease key.
 fn key_deadline(lease: &str) -> i64 {
     lease.get(INFLIGHT_PREFIX.len()..INFLIGHT_PREFIX.len() + 13).and_then(|d| d.parse().ok()).unwrap_or(0)
@@ -381,6 +386,8 @@ pub enum Outcome {
     Response { status: u16, body: Option<Vec<u8>> },
     /// Network error or timeout, as `String(error)`.
     Transport(String),
+    /// A 429 answer (the app refuses more work for now), with its `Retry-After` header.
+    Refused { retry_after: Option<String> },
 }
 
 /// Whether the classification needs the response body of this status.
@@ -395,6 +402,11 @@ pub enum Action {
     Ack,
     /// 503 with a numeric `timeoutSeconds`: due again after it, no attempt consumed.
     Redeliver { timeout_seconds: f64 },
+    /// 429 (our extension; the reference retries it like a failure): the app refused the
+    /// message unseen, so it is due again after `delay_ms` (its `Retry-After`, see
+    /// [`refusal_delay_ms`]) with no attempt consumed, and never reaches the
+    /// dead letters. The shell's pace lowers the shard's concurrency meanwhile.
+    Refused { delay_ms: i64 },
     /// Anything else: one attempt consumed, backoff or dead letter.
     Retry { reason: String },
 }
@@ -409,6 +421,8 @@ fn timeout_seconds(body: &[u8]) -> Option<f64> {
 pub fn classify(outcome: &Outcome) -> Action {
     match outcome {
         Outcome::Transport(error) => Action::Retry { reason: format!("transport error: {error}") },
+        Outcome::Refused { retry_after } => Action::Refused { delay_ms: refusal_delay_ms(retry_after.as_deref()) },
+        Outcome::Response { status: 429, .. } => Action::Refused { delay_ms: refusal_delay_ms(None) },
         Outcome::Response { status, .. } if (200..=299).contains(status) => Action::Ack,
         Outcome::Response { status: 503, body } => match body.as_deref().and_then(timeout_seconds) {
             Some(timeout_seconds) => Action::Redeliver { timeout_seconds },
@@ -416,6 +430,26 @@ pub fn classify(outcome: &Outcome) -> Action {
         },
         Outcome::Response { status, .. } if PERMANENT_STATUSES.contains(status) => Action::Ack,
         Outcome::Response { status, .. } => Action::Retry { reason: format!("HTTP {status}") },
+    }
+}
+
+/// How long to wait before delivering a refused (429) message again: the app's
+/// `Retry-After` in delta-seconds (clamped to 1 s … 300 s), else 1 s (an HTTP-date is not
+/// read).
+pub fn refusal_delay_ms(retry_after: Option<&str>) -> i64 {
+    const DEFAULT_MS: i64 = 1_000;
+    const MAX_MS: i64 = 300_000;
+    retry_after
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map_or(DEFAULT_MS, |s| ((s * 1000.0) as i64).clamp(DEFAULT_MS, MAX_MS))
+}
+
+/// The delay of an [`Action::Refused`] (0 for any other action).
+fn refused_delay(action: &Action) -> i64 {
+    match action {
+        Action::Refused { delay_ms } => *delay_ms,
+        _ => 0,
     }
 }
 
@@ -517,8 +551,11 @@ pub fn settle(
             purge(store, row)?;
             Settled::Purged
         }
-        Action::Redeliver { timeout_seconds } => {
-            let at = clamp_time(now as f64 + timeout_seconds * 1000.0);
+        Action::Redeliver { .. } | Action::Refused { .. } => {
+            let at = match action {
+                Action::Redeliver { timeout_seconds } => clamp_time(now as f64 + timeout_seconds * 1000.0),
+                _ => now.saturating_add(refused_delay(action)),
+            };
             scheduled = Some(at);
             let schedule = due_key(at, &id);
             put_value(store, &schedule, &Value::str(id.as_str()))?;

@@ -53,9 +53,11 @@
 //! Knows no other core (a run's lifecycle arrives through [`crate::protocol::leases`]) and
 //! nothing of the platform: HTTP and the alarm API are the shell's.
 
+pub mod courier;
 pub mod delivery;
 pub mod driver;
 pub mod methods;
+pub mod pace;
 pub mod state;
 
 #[cfg(test)]

@@ -437,7 +437,21 @@ export class QueueDO extends RustObject {
       });
       this.ctx.waitUntil?.(loop);
     }
+    // A courier's wake-up (src/shell/courier.rs): its loop starts once the shard has its
+    // answer; the alarm the wake-up armed waits for it, or runs it if this start failed.
+    if (reply[0] === 200 && !critical && this.generation === generation && this.object.startsCourier()) {
+      const loop = this.object.courierRun().catch((e) => {
+        noteCritical(e);
+        console.error(`QueueDO: a courier's loop failed: ${e}`);
+      });
+      this.ctx.waitUntil?.(loop);
+    }
     return reply;
+  }
+
+  /** Internal (tests, bench): this instance's delivery counters (src/shell/queue_do.rs `deliveryStats`). Not routable. */
+  deliveryStats() {
+    return JSON.parse(this.rust().deliveryStats());
   }
 }
 

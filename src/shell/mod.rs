@@ -7,12 +7,15 @@
 
 mod alarm;
 mod call;
+mod courier;
 mod entry;
 mod env;
 mod facade;
+mod gate;
 mod index_route;
 mod kv;
 mod objects;
+mod post;
 mod queue_do;
 mod run_do;
 mod serve;

@@ -30,7 +30,7 @@
 //! alarm changes.
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -38,18 +38,18 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
-use js_sys::{Array, Object, Reflect, Uint8Array};
+use js_sys::Array;
 use wasm_bindgen::prelude::*;
-use wasm_bindgen::JsCast;
-use wasm_bindgen_futures::JsFuture;
-use worker::worker_sys::web_sys;
 use worker::worker_sys::DurableObjectState;
 use worker::Env;
 
 use super::alarm::apply_alarm;
 use super::call::call_env;
+use super::courier::{Courier, Ended};
 use super::env::config;
+use super::gate::Gate;
 use super::kv::{in_transaction, read_only, run_sync, ObjectStorage, Writes};
+use super::post::{send, Post};
 use super::serve::{
     alarm_slot, args_or_refusal, asked_answer, class_alarm, fallback_reply, go_async, lease_holder_reply, lifecycle_ask_reply, now_ms,
     result_reply,
@@ -57,13 +57,15 @@ use super::serve::{
 use crate::config::Config;
 use crate::protocol::hop::{Args, Ctx};
 use crate::protocol::leases::HolderName;
+use crate::queue::courier::{decode_report, encode_item, is_courier_method, SYNC_METHOD, WAKE_METHOD};
 use crate::queue::delivery::{
-    build_request, claim_at_most, classify, drop_expired, needs_body, settle, Action, Body, ClaimMemo, Claimed, Handoff, MemoWatch,
-    OutboundRequest, Outcome, Rearm,
+    build_request, claim_at_most, classify, drop_expired, lease_deadline, settle, Action, ClaimMemo, Claimed, Handoff, MemoWatch, Outcome,
+    Rearm,
 };
 use crate::queue::driver::{
     self, LifecycleCache, QueueHost, HELD_METHOD, LEASE_METHOD, LIFECYCLE_METHOD, MISSING_RUNS_BINDING, REVOKE_METHOD,
 };
+use crate::queue::pace::{courier_name, parse_courier_name, signal_of, Couriers, Pace, COURIER_SLOTS, DIRECT_SLOTS};
 use crate::queue::state::{INFLIGHT_PREFIX, LEGACY_INFLIGHT_PREFIX};
 use crate::queue::{self, Lifecycle};
 use crate::store::alarm::{Alarm, AlarmChange};
@@ -72,8 +74,6 @@ use crate::store::{ListOptions, Store};
 use crate::wire::router::Binding;
 use crate::wire::{RpcError, Value};
 
-/// setTimeout's largest delay (longer ones fire at once).
-const MAX_TIMER_MS: u64 = 2_147_483_647;
 /// While deliveries run, look for newly due work at least this often.
 const MAX_IDLE_WAIT_MS: i64 = 30_000;
 /// Stop claiming new work in one alarm invocation after this long (alarm handlers have a
@@ -84,20 +84,6 @@ const CLAIM_BUDGET_MS: i64 = 5 * 60 * 1000;
 /// spent the loop finishes its running deliveries and returns; the alarm, armed for the
 /// remaining due work, starts a fresh invocation.
 const MAX_DELIVERIES_PER_ALARM: usize = 48;
-
-#[wasm_bindgen]
-extern "C" {
-    #[wasm_bindgen(js_name = fetch, catch)]
-    fn global_fetch(input: &str, init: &Object) -> std::result::Result<js_sys::Promise, JsValue>;
-    /// JavaScript `String(value)`.
-    #[wasm_bindgen(js_name = String, catch)]
-    fn js_string_raw(value: &JsValue) -> std::result::Result<js_sys::JsString, JsValue>;
-}
-
-/// `String(error)` for a thrown value (never throws itself).
-fn error_text(value: &JsValue) -> String {
-    js_string_raw(value).map(String::from).unwrap_or_else(|_| "Error".to_string())
-}
 
 /// Wakes a running alarm loop (an RPC armed the alarm earlier than it planned for).
 #[derive(Default)]
@@ -166,6 +152,9 @@ impl Drop for EndOnDrop<'_> {
     }
 }
 
+/// Courier role: the storage key holding the instance's own name (`<shard>#courier:<i>`).
+const COURIER_KEY: &str = "courier:name";
+
 /// Stop a claim phase that failed: the alarm is retried this long after.
 const CLAIM_FAILURE_RETRY_MS: i64 = 1000;
 
@@ -229,6 +218,32 @@ pub struct QueueObject {
     handed: RefCell<Vec<(Claimed, LiveGuard)>>,
     /// Whether the running loop still takes new deliveries (its per-invocation budget).
     taking: Cell<bool>,
+    /// The connection gate: at most 6 outgoing requests waiting for headers at once.
+    gate: Rc<Gate>,
+    /// How many deliveries may run at once (in this invocation and its couriers').
+    pace: RefCell<Pace>,
+    /// Which couriers are awake.
+    couriers: RefCell<Couriers>,
+    /// Claimed deliveries waiting for a courier (or a free direct slot).
+    outbox: RefCell<VecDeque<(Claimed, LiveGuard)>>,
+    /// Deliveries lent to couriers, by lease.
+    lent: RefCell<HashMap<String, Lent>>,
+    /// Courier role: whether its loop is running, and its end.
+    courier_looping: Cell<bool>,
+    courier_end: LoopEnd,
+    /// Courier role: a wake-up asked for a loop this instance has not started yet.
+    courier_woken: Cell<bool>,
+    /// Deliveries made by this instance itself and by its couriers (tests, bench).
+    direct_count: Cell<u64>,
+    lent_count: Cell<u64>,
+}
+
+/// A delivery lent to a courier: the claim, the guard that keeps it live here, and when it
+/// was lent (for the pace).
+struct Lent {
+    claimed: Claimed,
+    _guard: LiveGuard,
+    started: i64,
 }
 
 fn log_error(what: &str, e: &RpcError) {
@@ -265,12 +280,14 @@ impl QueueObject {
 
 impl QueueHost for QueueObject {
     async fn lifecycle_status(&self, run_id: &str) -> std::result::Result<Value, RpcError> {
+        let _pass = self.gate.enter().await;
         let env_name = Binding::Runs.env_name();
         call_env(&self.env, env_name, || RpcError::error(MISSING_RUNS_BINDING), run_id, LIFECYCLE_METHOD, Vec::new()).await
     }
 
     async fn lifecycle_lease(&self, run_id: &str) -> std::result::Result<Option<Value>, RpcError> {
         let Some(args) = self.lease_args() else { return Ok(None) };
+        let _pass = self.gate.enter().await;
         let env_name = Binding::Runs.env_name();
         call_env(&self.env, env_name, || RpcError::error(MISSING_RUNS_BINDING), run_id, LEASE_METHOD, args).await.map(Some)
     }
@@ -440,6 +457,10 @@ impl QueueObject {
             Err(refusal) => return refusal,
         };
         self.recover_once().await;
+        if is_courier_method(method) {
+            let result = if method == SYNC_METHOD { self.courier_sync(&args).await } else { self.courier_wake(name).await };
+            return result_reply(result, f64::NAN);
+        }
         let current = if queue::reads_alarm(method) {
             match self.storage.get_alarm().await {
                 Ok(a) => a,
@@ -520,36 +541,39 @@ impl QueueObject {
         Ok(claimed)
     }
 
-    /// Deliver one claimed message and settle the outcome. A message of a run its run DO
-    /// reports expired is dropped before the POST; a retry or 503 rescheduling asks again.
-    async fn deliver(&self, claimed: Claimed, guard: LiveGuard, cfg: Rc<Config>) {
-        let storage = &self.storage;
+    /// The run check before a delivery: a message of a run its run DO reports expired is
+    /// dropped (true) instead of sent.
+    async fn dropped_expired(&self, claimed: &Claimed) -> bool {
         let before = self.check_row(&claimed.row).await;
-        if claimed.row.run_id().is_some_and(|r| before.reports_expired(&r)) {
-            let mut alarm = self.held_alarm();
-            match in_transaction(storage, |s| {
-                drop_expired(&mut MemoWatch::new(s, &self.memo), now_ms(), &claimed, Rearm::Earlier, &mut alarm)
-            }) {
-                Ok(_) => {
-                    if let Err(e) = self.apply_loop_alarm(&alarm, false).await {
-                        log_error("alarm after an expired drop", &e);
-                    }
-                }
-                Err(e) => log_error("expired drop", &e),
-            }
-            drop(guard);
-            return;
+        if !claimed.row.run_id().is_some_and(|r| before.reports_expired(&r)) {
+            return false;
         }
-        let request = build_request(&claimed.row, &cfg);
-        let timeout = cfg.queue_delivery_timeout_ms.min(crate::config::MAX_QUEUE_DELIVERY_TIMEOUT_MS);
-        let outcome = send(&request, timeout).await;
-        let action = classify(&outcome);
+        let mut alarm = self.held_alarm();
+        match in_transaction(&self.storage, |s| {
+            drop_expired(&mut MemoWatch::new(s, &self.memo), now_ms(), claimed, Rearm::Earlier, &mut alarm)
+        }) {
+            Ok(_) => {
+                if let Err(e) = self.apply_loop_alarm(&alarm, false).await {
+                    log_error("alarm after an expired drop", &e);
+                }
+            }
+            Err(e) => log_error("expired drop", &e),
+        }
+        true
+    }
+
+    /// Settle one delivery's outcome (a retry or 503 rescheduling asks the run again) and
+    /// feed the pace. The guard is dropped by the caller afterwards.
+    async fn settle_outcome(&self, claimed: &Claimed, started: i64, outcome: &Outcome) {
+        let cfg = self.config.clone();
+        let action = classify(outcome);
         let lifecycle = if action == Action::Ack { Lifecycle::unknown() } else { self.check_row(&claimed.row).await };
         let now = now_ms();
+        self.pace.borrow_mut().observe(signal_of(outcome), started, now);
         // Only a retry moves the alarm (earlier); the loop's next claim computes it exactly.
         let mut alarm = self.held_alarm();
-        let settled = in_transaction(storage, |s| {
-            settle(&mut MemoWatch::new(s, &self.memo), now, &cfg, &claimed, &action, &lifecycle, Rearm::Earlier, &mut alarm)
+        let settled = in_transaction(&self.storage, |s| {
+            settle(&mut MemoWatch::new(s, &self.memo), now, &cfg, claimed, &action, &lifecycle, Rearm::Earlier, &mut alarm)
         });
         match settled {
             Ok(_) => {
@@ -560,7 +584,133 @@ impl QueueObject {
             // The message stays in flight; the next claim (or its deadline) recovers it.
             Err(e) => log_error("settle", &e),
         }
+    }
+
+    /// Deliver one claimed message in this invocation and settle the outcome. A message of
+    /// a run its run DO reports expired is dropped before the POST.
+    async fn deliver(&self, claimed: Claimed, guard: LiveGuard, cfg: Rc<Config>) {
+        if self.dropped_expired(&claimed).await {
+            drop(guard);
+            return;
+        }
+        self.direct_count.set(self.direct_count.get() + 1);
+        let request = build_request(&claimed.row, &cfg);
+        let timeout = cfg.queue_delivery_timeout_ms.min(crate::config::MAX_QUEUE_DELIVERY_TIMEOUT_MS);
+        let post =
+            Post { url: &request.url, headers: request.headers.iter().map(|(k, v)| (*k, v.as_str())).collect(), body: &request.body };
+        let started = now_ms();
+        let outcome = send(&self.gate, &post, timeout).await;
+        self.settle_outcome(&claimed, started, &outcome).await;
         drop(guard);
+    }
+
+    /// Put handed-over messages no courier took back on the schedule, due now, with no
+    /// attempt or loss counted (a 503 `{timeoutSeconds: 0}` settlement): the loop that
+    /// claimed them is ending.
+    async fn unclaim_outbox(&self) {
+        let left: Vec<(Claimed, LiveGuard)> = self.outbox.borrow_mut().drain(..).collect();
+        for (claimed, guard) in left {
+            self.settle_outcome(&claimed, now_ms(), &Outcome::Response { status: 503, body: Some(br#"{"timeoutSeconds":0}"#.to_vec()) })
+                .await;
+            drop(guard);
+        }
+    }
+
+    /// Wake couriers for the handed-over messages waiting (as many as they need).
+    /// Returns how many calls it made.
+    async fn wake_couriers(&self) -> usize {
+        let Some(shard) = self.name.get() else { return 0 };
+        let woken = self.couriers.borrow_mut().to_wake(self.outbox.borrow().len(), now_ms());
+        let calls = woken.iter().map(|&index| {
+            let name = courier_name(&shard, index);
+            async move {
+                let _pass = self.gate.enter().await;
+                let env_name = Binding::Queue.env_name();
+                let woke =
+                    call_env(&self.env, env_name, || RpcError::error("missing binding WORKFLOW_QUEUE"), &name, WAKE_METHOD, Vec::new())
+                        .await;
+                if let Err(e) = woke {
+                    log_error(&format!("courier {name} wake-up"), &e);
+                    self.couriers.borrow_mut().failed(index);
+                }
+            }
+        });
+        let count = woken.len();
+        futures_util::future::join_all(calls).await;
+        count
+    }
+
+    /// `courierSync(index, reports, want, running)` from courier `index`: settle the
+    /// deliveries it reports, lend it up to `want` more, and note whether it is done.
+    async fn courier_sync(&self, args: &[Value]) -> std::result::Result<Value, RpcError> {
+        let number = |i: usize| args.get(i).and_then(Value::as_f64).filter(|n| n.is_finite() && *n >= 0.0).map(|n| n as usize);
+        let (Some(index), Some(want), Some(running)) = (number(0), number(2), number(3)) else {
+            return Err(RpcError::type_error("courierSync(index, reports, want, running)"));
+        };
+        for report in args.get(1).and_then(Value::as_array).into_iter().flatten() {
+            let Some((lease, outcome)) = decode_report(report) else { continue };
+            // Unknown: lent by an earlier instance; its claim is recovered as lost.
+            let Some(lent) = self.lent.borrow_mut().remove(&lease) else { continue };
+            self.settle_outcome(&lent.claimed, lent.started, &outcome).await;
+        }
+        let mut items = Vec::new();
+        while items.len() < want.min(COURIER_SLOTS) {
+            let Some((claimed, guard)) = self.outbox.borrow_mut().pop_front() else { break };
+            if self.dropped_expired(&claimed).await {
+                continue;
+            }
+            items.push(encode_item(&claimed.lease, &build_request(&claimed.row, &self.config)));
+            self.lent_count.set(self.lent_count.get() + 1);
+            self.lent.borrow_mut().insert(claimed.lease.clone(), Lent { claimed, _guard: guard, started: now_ms() });
+        }
+        let done = items.is_empty() && running == 0;
+        self.couriers.borrow_mut().heard(index, now_ms(), done);
+        if self.looping.get() {
+            self.kick.fire();
+        }
+        let more = !self.outbox.borrow().is_empty();
+        Ok(Value::object([("items", Value::Array(items)), ("more", Value::Bool(more))]))
+    }
+
+    /// Courier role: `courierWake()` from its shard. Notes the shard (once, in storage, so
+    /// that an alarm on a fresh instance knows it) and arms the alarm, which runs the loop
+    /// if the one the class starts after this call does not.
+    async fn courier_wake(&self, name: &str) -> std::result::Result<Value, RpcError> {
+        if parse_courier_name(name).is_none() {
+            return Err(RpcError::type_error(format!("{name} is not a courier")));
+        }
+        let stored = read_only(&self.storage, |s| s.get(COURIER_KEY))?;
+        if stored.as_deref() != Some(name) {
+            in_transaction(&self.storage, |s| s.put(COURIER_KEY, name))?;
+        }
+        if !self.courier_looping.get() {
+            self.courier_woken.set(true);
+            let mut alarm = Alarm::unknown();
+            alarm.set(now_ms());
+            self.apply_alarm(&alarm).await?;
+        }
+        Ok(Value::Bool(true))
+    }
+
+    /// Courier role: this instance's shard and index, from its name or (a fresh instance
+    /// woken by its alarm) storage.
+    fn courier_role(&self) -> Option<(String, usize)> {
+        let name = self.name.get().or_else(|| read_only(&self.storage, |s| s.get(COURIER_KEY)).ok().flatten())?;
+        parse_courier_name(&name).map(|(shard, index)| (shard.to_string(), index))
+    }
+
+    /// Courier role: run the loop once (the wake-up's, or the alarm's).
+    async fn courier_loop(&self) {
+        let Some((shard, index)) = self.courier_role() else { return };
+        self.courier_woken.set(false);
+        self.courier_looping.set(true);
+        let _end = EndOnDrop { looping: &self.courier_looping, end: &self.courier_end };
+        let timeout = self.config.queue_delivery_timeout_ms.min(crate::config::MAX_QUEUE_DELIVERY_TIMEOUT_MS);
+        let courier = Courier { env: &self.env, gate: &self.gate, shard: &shard, index, timeout_ms: timeout };
+        match courier.run().await {
+            Ended::Idle | Ended::Budget => {}
+            Ended::Unreachable => worker::console_error!("courier {shard}#{index}: shard unreachable, ending"),
+        }
     }
 
     /// The delivery loop. `from_alarm`: the platform runs the alarm (what storage holds is
@@ -578,15 +728,14 @@ impl QueueObject {
         }
         loop {
             let can_claim = now_ms().saturating_sub(started) < CLAIM_BUDGET_MS && delivered < MAX_DELIVERIES_PER_ALARM;
+            let idle = |running: usize| running == 0 && self.outbox.borrow().is_empty() && self.lent.borrow().is_empty();
+            let mut claimed = Vec::new();
             if can_claim && (from_alarm || !first) {
+                // As many as the pace allows beside those running here and at couriers.
+                let room = self.pace.borrow().limit().saturating_sub(self.live.borrow().len());
                 // With nothing running this claim may be the loop's last: its alarm is exact.
-                match self.claim_pass(&cfg, MAX_DELIVERIES_PER_ALARM - delivered, running.is_empty()).await {
-                    Ok(rows) => {
-                        delivered += rows.len();
-                        for (claimed, guard) in rows {
-                            running.push(Box::pin(self.deliver(claimed, guard, cfg.clone())));
-                        }
-                    }
+                match self.claim_pass(&cfg, room, idle(running.len())).await {
+                    Ok(rows) => claimed = rows,
                     // Storage failure in the first claim: let the platform retry the alarm.
                     Err(e) if first => {
                         log_error("claim", &e);
@@ -595,23 +744,41 @@ impl QueueObject {
                     Err(e) => log_error("claim", &e),
                 }
             }
-            for (claimed, guard) in self.handed.borrow_mut().drain(..) {
+            claimed.extend(self.handed.borrow_mut().drain(..));
+            self.outbox.borrow_mut().extend(claimed);
+            // The first few in this invocation (a run's first step starts as soon as
+            // before), the rest by couriers, each in an invocation of its own.
+            while running.len() < DIRECT_SLOTS && delivered < MAX_DELIVERIES_PER_ALARM {
+                let Some((claimed, guard)) = self.outbox.borrow_mut().pop_front() else { break };
                 delivered += 1;
                 running.push(Box::pin(self.deliver(claimed, guard, cfg.clone())));
             }
+            // A courier that died holds its loans until their leases' deadlines.
+            let now = now_ms();
+            self.lent.borrow_mut().retain(|lease, _| lease_deadline(lease) > now);
+            if !self.outbox.borrow().is_empty() {
+                if delivered < MAX_DELIVERIES_PER_ALARM {
+                    delivered += self.wake_couriers().await;
+                } else if self.couriers.borrow().awake() == 0 {
+                    // No call left in this invocation and no courier to take them: due
+                    // again at once, for the next invocation.
+                    self.unclaim_outbox().await;
+                }
+            }
             self.taking.set(now_ms().saturating_sub(started) < CLAIM_BUDGET_MS && delivered < MAX_DELIVERIES_PER_ALARM);
             first = false;
-            if running.is_empty() {
+            if idle(running.len()) {
                 break;
             }
-            // Wait for a delivery to settle, a kick, or (when a slot is free) the next
-            // planned wake-up. With every slot busy only a settled delivery frees room.
-            let full = !can_claim || running.len() >= cfg.queue_max_inflight as usize;
+            // Wait for a delivery to settle, a kick (an enqueue, a courier's report), or
+            // (when a slot is free) the next planned wake-up. With every slot busy only a
+            // settled delivery frees room; the idle wait still looks at the couriers.
+            let full = !can_claim || self.live.borrow().len() >= self.pace.borrow().limit();
             let wait_ms = match self.planned.get() {
-                Some(at) => at.saturating_sub(now_ms()).clamp(1, MAX_IDLE_WAIT_MS),
-                None => MAX_IDLE_WAIT_MS,
+                Some(at) if !full => at.saturating_sub(now_ms()).clamp(1, MAX_IDLE_WAIT_MS),
+                _ => MAX_IDLE_WAIT_MS,
             };
-            let mut timer = (!full).then(|| worker::Delay::from(Duration::from_millis(wait_ms as u64)));
+            let mut timer = Some(worker::Delay::from(Duration::from_millis(wait_ms as u64)));
             let kick = self.kick.clone();
             std::future::poll_fn(|cx| {
                 let mut woke = false;
@@ -634,78 +801,16 @@ impl QueueObject {
     }
 }
 
-/// POST one delivery with a timeout; the classification input.
-async fn send(request: &OutboundRequest, timeout_ms: u64) -> Outcome {
-    let controller = match web_sys::AbortController::new() {
-        Ok(c) => c,
-        Err(e) => return Outcome::Transport(error_text(&e)),
-    };
-    let exchange = exchange(request, controller.signal());
-    let timer = worker::Delay::from(Duration::from_millis(timeout_ms.min(MAX_TIMER_MS)));
-    futures_util::pin_mut!(exchange);
-    match futures_util::future::select(exchange, timer).await {
-        futures_util::future::Either::Left((outcome, _)) => outcome,
-        futures_util::future::Either::Right(_) => {
-            controller.abort();
-            Outcome::Transport("TimeoutError: The operation was aborted due to timeout".into())
-        }
-    }
-}
-
-async fn exchange(request: &OutboundRequest, signal: web_sys::AbortSignal) -> Outcome {
-    let transport = |e: JsValue| Outcome::Transport(error_text(&e));
-    let init = Object::new();
-    let headers = Object::new();
-    let mut set = Ok(true);
-    for (name, value) in &request.headers {
-        set = set.and(Reflect::set(&headers, &JsValue::from_str(name), &JsValue::from_str(value)));
-    }
-    let body: JsValue = match &request.body {
-        Body::None => JsValue::UNDEFINED,
-        Body::Text(t) => JsValue::from_str(t),
-        Body::Bytes(b) => Uint8Array::from(b.as_slice()).into(),
-    };
-    set = set
-        .and(Reflect::set(&init, &"method".into(), &"POST".into()))
-        .and(Reflect::set(&init, &"headers".into(), &headers))
-        .and(Reflect::set(&init, &"body".into(), &body))
-        .and(Reflect::set(&init, &"signal".into(), &signal));
-    if let Err(e) = set {
-        return transport(e);
-    }
-    let promise = match global_fetch(&request.url, &init) {
-        Ok(p) => p,
-        Err(e) => return transport(e),
-    };
-    let response: web_sys::Response = match JsFuture::from(promise).await.and_then(|r| r.dyn_into()) {
-        Ok(r) => r,
-        Err(e) => return transport(e),
-    };
-    let status = response.status();
-    if !needs_body(status) {
-        // Not read (as in the reference), but released so the connection is freed.
-        if let Some(stream) = response.body() {
-            let _ = stream.cancel();
-        }
-        return Outcome::Response { status, body: None };
-    }
-    let body = match response.array_buffer() {
-        Ok(p) => JsFuture::from(p).await.ok().map(|buf| Uint8Array::new(&buf).to_vec()),
-        Err(_) => None,
-    };
-    Outcome::Response { status, body }
-}
-
 #[wasm_bindgen(js_class = QueueObject)]
 impl QueueObject {
     #[wasm_bindgen(constructor)]
     pub fn new(state: DurableObjectState, env: Env) -> QueueObject {
+        let cfg = config(&env);
         QueueObject {
             storage: ObjectStorage::of(state),
             env: env.clone(),
             lifecycle: LifecycleCache::default(),
             name: HolderName::default(),
-            config: Rc::new(config(&env)),
             live: Rc::new(RefCell::new(HashMap::new())),
             kick: Rc::new(Kick::default()),
             looping: Cell::new(false),
@@ -716,6 +821,17 @@ impl QueueObject {
             memo: RefCell::new(ClaimMemo::default()),
             handed: RefCell::new(Vec::new()),
             taking: Cell::new(false),
+            gate: Rc::new(Gate::default()),
+            pace: RefCell::new(Pace::new(cfg.queue_min_inflight, cfg.max_inflight().unwrap_or(1))),
+            couriers: RefCell::new(Couriers::default()),
+            outbox: RefCell::new(VecDeque::new()),
+            lent: RefCell::new(HashMap::new()),
+            courier_looping: Cell::new(false),
+            courier_end: LoopEnd::default(),
+            courier_woken: Cell::new(false),
+            direct_count: Cell::new(0),
+            lent_count: Cell::new(0),
+            config: Rc::new(cfg),
         }
     }
 
@@ -739,7 +855,8 @@ impl QueueObject {
         }
         self.name.learn(name);
         let current = class_alarm(current);
-        if !self.recovered.get() || (queue::reads_alarm(method) && current.is_none()) {
+        // The couriers' methods await other objects and storage: the asynchronous path.
+        if is_courier_method(method) || !self.recovered.get() || (queue::reads_alarm(method) && current.is_none()) {
             return go_async();
         }
         let args = match args_or_refusal(body) {
@@ -795,6 +912,15 @@ impl QueueObject {
 
     /// The delivery loop. Throws only when its first claim fails (the platform retries).
     pub async fn alarm(&self) -> std::result::Result<(), JsValue> {
+        if self.courier_role().is_some() {
+            // A courier: its loop (the one its wake-up started, if running).
+            if self.courier_looping.get() {
+                self.courier_end.wait().await;
+            } else {
+                self.courier_loop().await;
+            }
+            return Ok(());
+        }
         if self.looping.get() {
             // A loop is already running in this instance (an enqueue started it): let it
             // pick up the work and write its next alarm (the platform counts this
@@ -809,6 +935,42 @@ impl QueueObject {
         self.looping.set(true);
         let _end = EndOnDrop { looping: &self.looping, end: &self.loop_end };
         self.run_loop(true).await
+    }
+
+    /// Courier role: whether a wake-up asked for a loop not yet running (the class then
+    /// calls [`courier_run`](Self::courier_run) after answering it).
+    #[wasm_bindgen(js_name = startsCourier)]
+    pub fn starts_courier(&self) -> bool {
+        self.courier_woken.get() && !self.courier_looping.get()
+    }
+
+    /// Courier role: the loop, started by the class right after the wake-up that asked for
+    /// it (the alarm the wake-up armed waits for it, or runs it if this start failed).
+    #[wasm_bindgen(js_name = courierRun)]
+    pub async fn courier_run(&self) {
+        if self.starts_courier() {
+            self.courier_loop().await;
+        }
+    }
+
+    /// Internal (tests and the bench): what this instance's deliveries asked of the
+    /// platform, as JSON: `peakConnections` (the most outgoing requests waiting for
+    /// headers at once, never above 6), `queuedConnections` (those that waited for a
+    /// place), `connections`, `direct` (deliveries made here), `lent` (given to couriers),
+    /// `pace` (the concurrency limit now), `awakeCouriers`.
+    #[wasm_bindgen(js_name = deliveryStats)]
+    pub fn delivery_stats(&self) -> String {
+        let stats = Value::object([
+            ("peakConnections", Value::num(self.gate.peak.get() as f64)),
+            ("queuedConnections", Value::num(self.gate.queued.get() as f64)),
+            ("connections", Value::num(self.gate.taken.get() as f64)),
+            ("busyConnections", Value::num(self.gate.busy() as f64)),
+            ("direct", Value::num(self.direct_count.get() as f64)),
+            ("lent", Value::num(self.lent_count.get() as f64)),
+            ("pace", Value::num(self.pace.borrow().limit() as f64)),
+            ("awakeCouriers", Value::num(self.couriers.borrow().awake() as f64)),
+        ]);
+        stats.to_json().unwrap_or_default()
     }
 
     /// Whether a call just handed this instance a message with no loop running

@@ -173,3 +173,28 @@ fn purge_is_bounded_to_128_per_call() {
     assert_eq!(sim.ok("purgeDeadLetters", vec![]), r#"{"hasMore":false,"purged":0}"#);
     assert_eq!(sim.keys(), ["cfg"]);
 }
+
+/// A 429 refusal is never a failure: with one attempt allowed, ten refusals in a row leave
+/// the message pending (attempt 1 each time), each due again after the app's
+/// `Retry-After`; the first real failure then dead-letters it.
+#[test]
+fn refusals_are_redelivered_after_retry_after_and_never_dead_lettered() {
+    let mut sim = RunSim::new();
+    sim.config.queue_max_attempts = 1;
+    sim.ok("enqueue", vec![message("m1", Some("wrun_a"))]);
+    sim.now += 1;
+    for i in 0..10 {
+        let claimed = sim.claim(&|_| true).unwrap();
+        assert_eq!(claimed.len(), 1, "refusal {i}: due again");
+        assert_eq!(claimed[0].row.next_delivery_attempt(), 1.0);
+        let refused = Outcome::Refused { retry_after: Some("2".into()) };
+        assert_eq!(sim.deliver(&claimed[0], Some(refused)), Settled::Redelivering);
+        assert!(sim.keys_with("dlq:").is_empty());
+        // Not before its Retry-After.
+        sim.now += 1_999;
+        assert!(sim.claim(&|_| true).unwrap().is_empty());
+        sim.now += 1;
+    }
+    let claimed = sim.claim(&|_| true).unwrap();
+    assert_eq!(sim.deliver(&claimed[0], Some(Outcome::Response { status: 500, body: None })), Settled::DeadLettered);
+}

@@ -55,7 +55,9 @@ fn classification_table() {
     assert_eq!(classify(&status(500)), retry("HTTP 500"));
     assert_eq!(classify(&status(400)), retry("HTTP 400"));
     assert_eq!(classify(&status(301)), retry("HTTP 301"));
-    assert_eq!(classify(&status(429)), retry("HTTP 429"));
+    // 429: refused unseen, due again after its Retry-After, no attempt consumed (ours).
+    assert_eq!(classify(&status(429)), Action::Refused { delay_ms: 1_000 });
+    assert_eq!(classify(&Outcome::Refused { retry_after: Some("4".into()) }), Action::Refused { delay_ms: 4_000 });
     assert_eq!(classify(&busy(r#"{"timeoutSeconds":1}"#)), Action::Redeliver { timeout_seconds: 1.0 });
     assert_eq!(classify(&busy(r#"{"timeoutSeconds":0}"#)), Action::Redeliver { timeout_seconds: 0.0 });
     assert_eq!(classify(&busy(r#"{"timeoutSeconds":-3.5}"#)), Action::Redeliver { timeout_seconds: -3.5 });
@@ -280,4 +282,17 @@ fn a_claims_alarm_equals_a_full_schedule() {
     assert_eq!(sim.alarm, Some(first_deadline));
     let want = full(&mut sim);
     assert_eq!(sim.alarm, want);
+}
+
+#[test]
+fn refusal_delays_follow_retry_after() {
+    use crate::queue::delivery::refusal_delay_ms;
+    assert_eq!(refusal_delay_ms(None), 1_000);
+    assert_eq!(refusal_delay_ms(Some("0")), 1_000);
+    assert_eq!(refusal_delay_ms(Some(" 3 ")), 3_000);
+    assert_eq!(refusal_delay_ms(Some("2.5")), 2_500);
+    assert_eq!(refusal_delay_ms(Some("86400")), 300_000);
+    assert_eq!(refusal_delay_ms(Some("Wed, 21 Oct 2015 07:28:00 GMT")), 1_000);
+    assert_eq!(refusal_delay_ms(Some("-1")), 1_000);
+    assert_eq!(refusal_delay_ms(Some("NaN")), 1_000);
 }

@@ -119,7 +119,8 @@ impl RunSim {
             store: MemoryStore::new(),
             alarm: None,
             now: T0,
-            config: Config::default(),
+            // The reference's QUEUE_MAX_INFLIGHT (our deployment default is 128).
+            config: Config { queue_max_inflight: 5, ..Config::default() },
             runs: Runs::default(),
             cache: LifecycleCache::default(),
             memo: None,

@@ -55,7 +55,13 @@ pub(super) fn header<'a>(r: &'a OutboundRequest, name: &str) -> Option<&'a str> 
 
 impl Sim {
     pub(super) fn new() -> Sim {
-        Sim { store: MemoryStore::new(), alarm: None, now: T0, config: Config::default(), sent: Vec::new() }
+        Sim {
+            store: MemoryStore::new(),
+            alarm: None,
+            now: T0, // The reference's QUEUE_MAX_INFLIGHT (our deployment default is 128).
+            config: Config { queue_max_inflight: 5, ..Config::default() },
+            sent: Vec::new(),
+        }
     }
 
     pub(super) fn apply(&mut self, alarm: &Alarm) {

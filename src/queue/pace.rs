@@ -1,0 +1,319 @@
+//! How many deliveries one queue shard runs at once, and which invocation carries each:
+//! the policy of delivery that scales with the app (issue #45), as plain state machines
+//! the shell drives with the clock and the outcomes it sees.
+//!
+//! * [`Pace`]: the shard's concurrency limit, between a floor (`QUEUE_MIN_INFLIGHT`) and a
+//!   ceiling (`QUEUE_MAX_INFLIGHT`). It starts at the ceiling, so a burst is taken at once;
+//!   an overload signal from the app ([`Signal::Overloaded`]: 429, a 5xx other than the
+//!   runtime's `503 {timeoutSeconds}` wait, a transport error or timeout) cuts it by 30 %,
+//!   at most once per round of deliveries (only a delivery started after the last cut can
+//!   cut again), and each healthy answer grows it by `1/limit` (one per round), back up to
+//!   the ceiling.
+//! * [`Couriers`]: which courier invocations are awake. On Cloudflare one invocation has
+//!   at most [`PLATFORM_CONNECTIONS`] outgoing connections waiting for response headers,
+//!   and a delivery waits for headers as long as the app runs the workflow, so the shard
+//!   delivers at most [`DIRECT_SLOTS`] itself and hands the rest to couriers: other
+//!   instances of the queue class, each delivering at most [`COURIER_SLOTS`] in its own
+//!   alarm invocation and settling back to the shard, which stays the only owner of the
+//!   messages (leases, attempts, dedup, dead letters).
+//!
+//! Knows no storage and no platform: the shell keeps these in memory per instance (a fresh
+//! instance starts again at the ceiling with every courier asleep).
+
+use super::delivery::{classify, Action, Outcome};
+
+/// Outgoing connections one invocation may have waiting for response headers on
+/// Cloudflare; a seventh waits in line ("Simultaneous outgoing connections/request: 6",
+/// Workers and Durable Objects platform limits). workerd does not enforce it; the shell's
+/// connection gate does.
+pub const PLATFORM_CONNECTIONS: usize = 6;
+
+/// Deliveries the shard runs in its own invocation: the rest of its connections serve its
+/// lifecycle checks and courier wake-ups.
+pub const DIRECT_SLOTS: usize = 4;
+
+/// Deliveries one courier runs at once: one connection stays free for its calls to the
+/// shard.
+pub const COURIER_SLOTS: usize = PLATFORM_CONNECTIONS - 1;
+
+/// Couriers per shard: enough for the largest ceiling (128).
+pub const MAX_COURIERS: usize = (crate::config::MAX_QUEUE_MAX_INFLIGHT as usize).div_ceil(COURIER_SLOTS);
+
+/// A woken courier not heard from for this long is taken for lost (its instance died): it
+/// is woken again when work waits.
+pub const COURIER_STALE_MS: i64 = 60_000;
+/// A busy courier asks again when one of its deliveries ends, at the latest after the
+/// longest delivery timeout; silent for longer, it is taken for lost. Its loans are
+/// recovered at their leases' deadlines.
+pub const BUSY_COURIER_STALE_MS: i64 = crate::config::MAX_QUEUE_DELIVERY_TIMEOUT_MS as i64 + 30_000;
+
+/// The courier instance `index` of shard `shard` (its Durable Object name).
+pub fn courier_name(shard: &str, index: usize) -> String {
+    format!("{shard}#courier:{index}")
+}
+
+/// What one delivery's answer says about the app's capacity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signal {
+    /// The app answered (2xx, a permanent 4xx, or the runtime's own `503 {timeoutSeconds}`).
+    Healthy,
+    /// The app refused or failed under load: 429, other 5xx, transport error, timeout.
+    Overloaded,
+    /// Says nothing about load (another 4xx: a misconfigured app).
+    Neutral,
+}
+
+/// The signal of one delivery's outcome.
+pub fn signal_of(outcome: &Outcome) -> Signal {
+    match outcome {
+        Outcome::Transport(_) | Outcome::Refused { .. } => Signal::Overloaded,
+        Outcome::Response { status: 200..=299, .. } => Signal::Healthy,
+        Outcome::Response { status: 503, .. } => match classify(outcome) {
+            Action::Redeliver { .. } => Signal::Healthy,
+            _ => Signal::Overloaded,
+        },
+        Outcome::Response { status: 429 | 500..=599, .. } => Signal::Overloaded,
+        Outcome::Response { .. } => Signal::Neutral,
+    }
+}
+
+/// The shard's concurrency limit ([module docs](self)).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pace {
+    limit: f64,
+    floor: f64,
+    ceiling: f64,
+    /// When the last cut happened: only deliveries started after it cut again.
+    cut_at: Option<i64>,
+}
+
+/// The share of the limit kept by a cut.
+const CUT: f64 = 0.7;
+
+impl Pace {
+    /// Start at `ceiling`; `floor` is clamped to 1..=ceiling.
+    pub fn new(floor: u32, ceiling: u32) -> Pace {
+        let ceiling = f64::from(ceiling.max(1));
+        let floor = f64::from(floor.max(1)).min(ceiling);
+        Pace { limit: ceiling, floor, ceiling, cut_at: None }
+    }
+
+    /// How many deliveries may run at once now.
+    pub fn limit(&self) -> usize {
+        self.limit.floor() as usize
+    }
+
+    /// Take one delivery's signal: `started` is when that delivery was sent, `now` when
+    /// it was answered.
+    pub fn observe(&mut self, signal: Signal, started: i64, now: i64) {
+        match signal {
+            Signal::Healthy => self.limit = (self.limit + 1.0 / self.limit).min(self.ceiling),
+            Signal::Overloaded => {
+                if self.cut_at.is_none_or(|cut| started >= cut) {
+                    self.limit = (self.limit * CUT).max(self.floor);
+                    self.cut_at = Some(now);
+                }
+            }
+            Signal::Neutral => {}
+        }
+    }
+}
+
+/// One courier's state as the shard knows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Courier {
+    Asleep,
+    /// Woken at this time, not heard from yet: it will ask for [`COURIER_SLOTS`].
+    Woken(i64),
+    /// Heard from at this time, not done: it asks again when one of its deliveries ends.
+    Busy(i64),
+}
+
+/// Which couriers are awake ([module docs](self)).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Couriers {
+    state: Vec<Courier>,
+}
+
+impl Default for Couriers {
+    fn default() -> Self {
+        Couriers { state: vec![Courier::Asleep; MAX_COURIERS] }
+    }
+}
+
+impl Couriers {
+    /// The couriers to wake for `waiting` handed-over messages no courier has taken yet:
+    /// those woken and not yet heard from take [`COURIER_SLOTS`] each; a busy one asks
+    /// again only when a delivery of its own ends, so it counts for none. Lowest index
+    /// first; they count as woken from now. A courier silent past its stale time
+    /// ([`COURIER_STALE_MS`], [`BUSY_COURIER_STALE_MS`]) counts as asleep.
+    pub fn to_wake(&mut self, waiting: usize, now: i64) -> Vec<usize> {
+        for c in &mut self.state {
+            let stale = match c {
+                Courier::Woken(at) => now.saturating_sub(*at) > COURIER_STALE_MS,
+                Courier::Busy(at) => now.saturating_sub(*at) > BUSY_COURIER_STALE_MS,
+                Courier::Asleep => false,
+            };
+            if stale {
+                *c = Courier::Asleep;
+            }
+        }
+        let coming = self.state.iter().filter(|c| matches!(c, Courier::Woken(_))).count() * COURIER_SLOTS;
+        let needed = waiting.saturating_sub(coming).div_ceil(COURIER_SLOTS);
+        let mut woken = Vec::new();
+        for (index, c) in self.state.iter_mut().enumerate() {
+            if woken.len() == needed {
+                break;
+            }
+            if *c == Courier::Asleep {
+                *c = Courier::Woken(now);
+                woken.push(index);
+            }
+        }
+        woken
+    }
+
+    /// Courier `index` called: `done` when it has nothing running and got nothing (it
+    /// ends its invocation), else it is busy.
+    pub fn heard(&mut self, index: usize, now: i64, done: bool) {
+        if let Some(c) = self.state.get_mut(index) {
+            *c = if done { Courier::Asleep } else { Courier::Busy(now) };
+        }
+    }
+
+    /// A wake-up that failed: the courier is asleep.
+    pub fn failed(&mut self, index: usize) {
+        if let Some(c) = self.state.get_mut(index) {
+            *c = Courier::Asleep;
+        }
+    }
+
+    /// How many are awake (woken or busy).
+    pub fn awake(&self) -> usize {
+        self.state.iter().filter(|c| **c != Courier::Asleep).count()
+    }
+}
+
+/// The courier index in a courier's name (`<shard>#courier:<i>`), and its shard.
+pub fn parse_courier_name(name: &str) -> Option<(&str, usize)> {
+    let (shard, index) = name.rsplit_once("#courier:")?;
+    let index: usize = index.parse().ok()?;
+    (index < MAX_COURIERS && !shard.is_empty()).then_some((shard, index))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pace_starts_at_the_ceiling_cuts_once_per_round_and_grows_back() {
+        let mut p = Pace::new(5, 128);
+        assert_eq!(p.limit(), 128);
+        // A burst of refusals of deliveries all started before the first cut: one cut.
+        for _ in 0..50 {
+            p.observe(Signal::Overloaded, 0, 10);
+        }
+        assert_eq!(p.limit(), 89);
+        // Refusals of deliveries started after that cut cut again, once per round.
+        for round in 1..=20 {
+            let t = 10 * round;
+            p.observe(Signal::Overloaded, t, t + 10);
+        }
+        assert_eq!(p.limit(), 5, "never below the floor");
+        // Healthy answers grow it by about one per round of `limit` answers.
+        for _ in 0..6 {
+            p.observe(Signal::Healthy, 500, 600);
+        }
+        assert_eq!(p.limit(), 6);
+        for _ in 0..100_000 {
+            p.observe(Signal::Healthy, 500, 600);
+        }
+        assert_eq!(p.limit(), 128, "never above the ceiling");
+        p.observe(Signal::Neutral, 700, 800);
+        assert_eq!(p.limit(), 128);
+        // A floor above the ceiling is the ceiling.
+        let mut q = Pace::new(50, 10);
+        q.observe(Signal::Overloaded, 0, 1);
+        assert_eq!(q.limit(), 10);
+        assert_eq!(Pace::new(0, 0).limit(), 1);
+    }
+
+    /// An app that refuses above 20 at once: the limit the cuts settle at stays at or
+    /// below 20 while refusals go on, from a start of 128.
+    #[test]
+    fn pace_settles_under_a_refusing_app() {
+        let mut p = Pace::new(5, 128);
+        let mut now = 0i64;
+        let mut refused = 0;
+        for _ in 0..200 {
+            // One round: `limit` deliveries started now, those past 20 refused.
+            let limit = p.limit();
+            let started = now;
+            now += 100;
+            for i in 0..limit {
+                let signal = if i < 20 { Signal::Healthy } else { Signal::Overloaded };
+                refused += usize::from(signal == Signal::Overloaded);
+                p.observe(signal, started, now);
+            }
+        }
+        assert!(p.limit() <= 21, "settled at {}", p.limit());
+        assert!(p.limit() >= 10, "settled at {}", p.limit());
+        assert!(refused < 200 * 20, "refusals go on only while it finds the level: {refused}");
+    }
+
+    #[test]
+    fn signals() {
+        let r = |status: u16, body: Option<&str>| Outcome::Response { status, body: body.map(|b| b.as_bytes().to_vec()) };
+        assert_eq!(signal_of(&r(200, None)), Signal::Healthy);
+        assert_eq!(signal_of(&r(204, None)), Signal::Healthy);
+        assert_eq!(signal_of(&r(503, Some(r#"{"timeoutSeconds":2}"#))), Signal::Healthy, "the runtime's wait");
+        assert_eq!(signal_of(&r(503, None)), Signal::Overloaded);
+        assert_eq!(signal_of(&r(500, None)), Signal::Overloaded);
+        assert_eq!(signal_of(&r(429, None)), Signal::Overloaded);
+        assert_eq!(signal_of(&Outcome::Refused { retry_after: None }), Signal::Overloaded);
+        assert_eq!(signal_of(&Outcome::Transport("TimeoutError".into())), Signal::Overloaded);
+        assert_eq!(signal_of(&r(404, None)), Signal::Neutral);
+        assert_eq!(signal_of(&r(401, None)), Signal::Neutral);
+    }
+
+    #[test]
+    fn couriers_wake_as_the_backlog_needs_and_sleep_when_done() {
+        let mut c = Couriers::default();
+        assert_eq!(c.to_wake(0, 0), Vec::<usize>::new());
+        assert_eq!(c.to_wake(11, 0), vec![0, 1, 2]);
+        // The same backlog again: the woken ones will take it.
+        assert_eq!(c.to_wake(11, 5), Vec::<usize>::new());
+        assert_eq!(c.to_wake(16, 5), vec![3]);
+        // Heard from and busy: new work needs new couriers.
+        for i in 0..4 {
+            c.heard(i, 10, false);
+        }
+        assert_eq!(c.to_wake(6, 10), vec![4, 5]);
+        c.heard(1, 10, true);
+        assert_eq!(c.awake(), 5);
+        assert_eq!(c.to_wake(20, 10), vec![1, 6]);
+        c.failed(0);
+        assert_eq!(c.awake(), 6);
+        // Never more than there are.
+        assert_eq!(c.to_wake(10_000, 20).len(), MAX_COURIERS - 6);
+        assert_eq!(c.awake(), MAX_COURIERS);
+        // Woken and silent past the stale time: woken again; busy ones last longer.
+        c.heard(2, 20, false);
+        let again = c.to_wake(10_000, 20 + COURIER_STALE_MS + 1);
+        assert_eq!(again.len(), MAX_COURIERS - 2, "the woken ones, not the two busy ones");
+        assert!(!again.contains(&2));
+        assert_eq!(c.to_wake(10_000, 20 + BUSY_COURIER_STALE_MS + 1).len(), MAX_COURIERS);
+        c.heard(999, 0, true);
+    }
+
+    #[test]
+    fn courier_names_and_refusal_delays() {
+        assert_eq!(courier_name("q:0", 3), "q:0#courier:3");
+        assert_eq!(parse_courier_name("q:0#courier:3"), Some(("q:0", 3)));
+        assert_eq!(parse_courier_name("a#courier:b#courier:25"), Some(("a#courier:b", 25)));
+        assert_eq!(parse_courier_name("q:0#courier:26"), None);
+        assert_eq!(parse_courier_name("#courier:1"), None);
+        assert_eq!(parse_courier_name("q:0"), None);
+        assert_eq!(MAX_COURIERS, 26);
+    }
+}
