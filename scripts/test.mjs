@@ -2,7 +2,8 @@
 // npm test: native unit tests (cargo test), the worker build, the JS tests
 // (node --test tests/*.test.mjs: golden replays, harness and deploy checks), then the
 // Workflow DevKit's conformance suite through both real clients on both runtime profiles
-// (tests/conformance/run.mjs --profile all).
+// (tests/conformance/run.mjs --profile all), then the DevKit CLI's inspection commands through
+// both clients (tests/conformance/inspect-run.mjs).
 //
 //   npm test                         everything
 //   npm test -- tests/golden.test.mjs   only these JS test files (still cargo test + build;
@@ -155,6 +156,33 @@ if (built && !files.length && !flag("--skip-conformance")) {
     if (r.code !== 0 && f === 0) failed += 1;
     if (!lines.length && r.code === 0) failed += 1; // ran no suite
     return { ok: r.code === 0 && lines.length > 0, detail: `${p} passed, ${f} failed, ${sk} skipped (${lines.length} suite runs)` };
+  });
+}
+
+// 5. the DevKit CLI's `workflow inspect … --json` through both real clients (issue #46):
+// every check on runtime beta.42, the run listing on beta.55.
+if (built && !files.length && !flag("--skip-conformance")) {
+  await phase("inspect", async () => {
+    const script = join(ROOT, "tests", "conformance", "inspect-run.mjs");
+    let p = 0;
+    let f = 0;
+    let ok = true;
+    const lines = [];
+    for (const extra of [["--profile", "beta42"], ["--profile", "beta55", "--only", "^inspect runs"]]) {
+      const r = await run(process.execPath, [script, ...extra], { capture: true });
+      let found = 0;
+      for (const m of r.out.matchAll(/^(inspect [^:\n]+): (\d+) passed, (\d+) failed/gm)) {
+        lines.push(m[0]);
+        found++;
+        p += Number(m[2]);
+        f += Number(m[3]);
+      }
+      if (r.code !== 0 || found === 0) ok = false;
+      if (r.code !== 0 && found === 0) f += 1;
+    }
+    passed += p;
+    failed += f;
+    return { ok, detail: `${p} passed, ${f} failed (${lines.length} client runs)` };
   });
 }
 
