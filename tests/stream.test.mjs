@@ -153,3 +153,37 @@ test("large chunks: 1.9 MiB round-trips exactly; a chunk past the storage value 
   assert.equal(after.chunks.length, 1);
   assert.ok(Buffer.from(after.chunks[0]).equals(Buffer.from(big)));
 });
+
+test("0.3 reader long poll: an empty getChunks of a live stream (limit 32) waits for the next write or close; listings do not wait", async () => {
+  const name = "lp-stream";
+  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+  assert.equal(await stream(name, "writeChunk", ["wrun_lp", enc("a")]), 0);
+  // The reader's request past the end: held until the write 150 ms later, then answered with it.
+  const t0 = Date.now();
+  const held = stream(name, "getChunks", [{ startIndex: 1, limit: 32 }]);
+  await sleep(150);
+  const wrote = Date.now();
+  assert.equal(await stream(name, "writeChunk", ["wrun_lp", enc("b")]), 1);
+  const page = await held;
+  const got = Date.now();
+  assert.deepEqual(page.chunks.map((c) => new TextDecoder().decode(c)), ["b"]);
+  assert.equal(page.done, false);
+  assert.ok(wrote - t0 >= 140, "it waited for the write");
+  assert.ok(got - wrote < 100, `answered ${got - wrote} ms after the write`);
+  // A page with chunks, and the client's page listing (limit + 1 = 33), answer at once.
+  let t = Date.now();
+  assert.equal((await stream(name, "getChunks", [{ startIndex: 0, limit: 32 }])).chunks.length, 2);
+  assert.deepEqual((await stream(name, "getChunks", [{ startIndex: 2, limit: 33 }])).chunks, []);
+  assert.ok(Date.now() - t < 1000, "no wait for a listing");
+  // A close wakes a held reader with `done`.
+  const closing = stream(name, "getChunks", [{ startIndex: 2, limit: 32 }]);
+  await sleep(100);
+  assert.equal(await stream(name, "closeStream", ["wrun_lp"]), null);
+  t = Date.now();
+  assert.deepEqual(await closing, { chunks: [], done: true, tailIndex: 1 });
+  assert.ok(Date.now() - t < 100);
+  // A finished stream's empty read answers at once.
+  t = Date.now();
+  assert.equal((await stream(name, "getChunks", [{ startIndex: 2, limit: 32 }])).done, true);
+  assert.ok(Date.now() - t < 1000);
+});

@@ -380,9 +380,26 @@ export class StreamDO extends RustObject {
   /** Any committed mutation (write, close, fail, expire) wakes the waiting readers. */
   // Decided in JavaScript, where the waiters live: every successful call not read-only wakes them.
   async rpc(method, name, data) {
+    const observed = this.waiters.version;
     const reply = await super.rpc(method, name, data);
     if (reply[0] === 200 && !StreamDO.readOnly.has(method)) this.waiters.wake();
+    if (method === "getChunks" && reply[0] === 200) return this.holdLegacyRead(observed, name, data, reply);
     return reply;
+  }
+
+  /**
+   * The 0.3.0 client's stream reader polls `getChunks` every 250 ms while a live stream has
+   * nothing new: its empty answer waits here (in memory, no transaction) for the next
+   * write, close or failure, at most the time Rust says (src/stream/chunks.rs
+   * `legacy_hold_ms`; 0 for listings, finished streams and pages with chunks), then the
+   * read runs again.
+   */
+  async holdLegacyRead(observed, name, data, reply) {
+    const body = data instanceof Uint8Array ? data : new Uint8Array(data);
+    const ms = wasm.StreamObject.legacyHoldMs(body, reply[1] instanceof Uint8Array ? reply[1] : new Uint8Array(reply[1]));
+    if (ms === 0) return reply;
+    await this.waiters.wait(observed, ms);
+    return super.rpc("getChunks", name, data);
   }
 
   /** The binary write (from the stream route): `[status, bytes]`, all or nothing. */

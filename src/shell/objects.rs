@@ -13,7 +13,7 @@ use worker::Env;
 
 use super::env::config;
 use super::kv::ObjectStorage;
-use super::serve::serve_sync;
+use super::serve::{args_or_refusal, serve_sync};
 use crate::config::Config;
 use crate::protocol::hop::{Args, Ctx};
 use crate::store::alarm::Alarm;
@@ -68,6 +68,14 @@ impl StreamObject {
     #[wasm_bindgen(js_name = rpcCall)]
     pub fn rpc_call(&self, method: &str, name: &str, body: &[u8], direct: bool) -> Array {
         serve(&self.0, crate::stream::call, &crate::stream::READ_ONLY, method, name, body, direct)
+    }
+
+    /// How long the class holds a successful 0.3 `getChunks` answer `reply` to the call
+    /// `body` before reading again (0: answer now): [`crate::stream::chunks::legacy_hold_ms`].
+    #[wasm_bindgen(js_name = legacyHoldMs)]
+    pub fn legacy_hold_ms(body: &[u8], reply: &[u8]) -> u32 {
+        let (Ok(args), Ok(answer)) = (args_or_refusal(body), Value::parse(&String::from_utf8_lossy(reply))) else { return 0 };
+        crate::stream::chunks::legacy_hold_ms(&args, &answer)
     }
 }
 

@@ -266,6 +266,33 @@ pub fn read_snapshot(store: &mut dyn Store, run_id: &str, params: &ReadParams) -
     Ok(Snapshot { state: meta.state, tail_index: meta.tail_index(), chunks, error: meta.error })
 }
 
+/// The page size of the 0.3.0 client's stream reader (`readFromStream`, `READ_BATCH_SIZE`):
+/// it asks `getChunks({startIndex, limit: 32})` in a loop and sleeps `readPollMs` (250 ms)
+/// after an empty answer of a stream not done. Its page listing (`streams.getChunks`, which
+/// the DevKit's web UI and `workflow inspect` use) asks `limit + 1` for a page of at most 32,
+/// so 33 by default: only a listing with a page size of exactly 31 looks like the reader.
+pub const LEGACY_READER_LIMIT: f64 = 32.0;
+
+/// How long a reader's empty `getChunks` waits for the next write, close or failure before
+/// it is answered: below the 0.3.0 client's 30 s RPC timeout, as the 0.4 long poll's 20 s.
+pub const LEGACY_HOLD_MS: u32 = 20_000;
+
+/// How long to hold a 0.3 `getChunks` answer before sending it (0: send it now): the
+/// reader's request (`limit` exactly [`LEGACY_READER_LIMIT`]) answered with no chunks for a
+/// stream that is not done. The caller then reads again once the stream changes, so the
+/// 0.3.0 reader gets a chunk as it is written instead of up to 250 ms later. A listing, a
+/// finished stream, an error or a page with chunks is answered at once.
+pub fn legacy_hold_ms(args: &[Value], answer: &Value) -> u32 {
+    let reader = args.first().and_then(|p| p.get("limit")).and_then(Value::as_f64) == Some(LEGACY_READER_LIMIT);
+    let empty = answer.get("chunks").and_then(Value::as_array).is_some_and(Vec::is_empty);
+    let live = answer.get("done").and_then(Value::as_bool) == Some(false);
+    if reader && empty && live {
+        LEGACY_HOLD_MS
+    } else {
+        0
+    }
+}
+
 /// `getChunks({startIndex, limit})` (0.3) → `{chunks, done, tailIndex}`.
 ///
 /// Starts at `max(0, startIndex)` (inclusive) and returns at most `limit` chunks (all when

@@ -613,3 +613,20 @@ fn golden_streams_replay_natively() {
     assert_eq!(checked, 65);
     assert!(failures.is_empty(), "{} failing exchanges:\n{}", failures.len(), failures.join("\n"));
 }
+
+/// The 0.3 reader's empty read of a live stream is held; listings, finished streams and
+/// pages with chunks are not.
+#[test]
+fn legacy_reads_held_only_for_the_reader_at_a_live_end() {
+    use super::chunks::{legacy_hold_ms, LEGACY_HOLD_MS};
+    let args = |limit: f64| vec![Value::object([("startIndex", Value::num(3.0)), ("limit", Value::num(limit))])];
+    let answer = |chunks: Vec<Value>, done: bool| {
+        Value::object([("chunks", Value::Array(chunks)), ("done", Value::Bool(done)), ("tailIndex", Value::num(2.0))])
+    };
+    assert_eq!(legacy_hold_ms(&args(32.0), &answer(vec![], false)), LEGACY_HOLD_MS);
+    assert_eq!(legacy_hold_ms(&args(33.0), &answer(vec![], false)), 0, "the client's page listing");
+    assert_eq!(legacy_hold_ms(&args(32.0), &answer(vec![], true)), 0, "closed");
+    assert_eq!(legacy_hold_ms(&args(32.0), &answer(vec![Value::Bytes(vec![1])], false)), 0, "chunks to send");
+    assert_eq!(legacy_hold_ms(&[], &answer(vec![], false)), 0);
+    assert_eq!(legacy_hold_ms(&args(32.0), &Value::Null), 0);
+}
