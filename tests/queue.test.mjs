@@ -327,8 +327,8 @@ test("queue: deliveries run concurrently up to QUEUE_MAX_INFLIGHT; no secret hea
   });
   // An invalid value falls back to the default ceiling of 128 (issue #45; the reference's
   // 5 is now the floor, QUEUE_MIN_INFLIGHT): all ten at once.
-  await withWorld({ QUEUE_MAX_INFLIGHT: "0" }, () => ({ status: 200, delayMs: 300 }), async ({ target, q }) => {
-    for (let i = 0; i < 10; i++) await q("q:0", "enqueue", [enqueueRequest(`msg_cd_${i}`, target.url)]);
+  await withWorld({ QUEUE_MAX_INFLIGHT: "0" }, () => ({ status: 200, delayMs: 1500 }), async ({ target, q }) => {
+    await Promise.all(Array.from({ length: 10 }, (_, i) => q("q:0", "enqueue", [enqueueRequest(`msg_cd_${i}`, target.url)])));
     assert.ok(await target.waitUntil(() => target.deliveries.length >= 10, 20_000));
     assert.equal(maxOverlap(target.deliveries), 10);
     for (const d of target.deliveries) assert.equal(d.headers["x-workflow-callback-secret"], "golden-callback-secret");

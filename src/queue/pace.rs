@@ -5,7 +5,7 @@
 //! * [`Pace`]: the shard's concurrency limit, between a floor (`QUEUE_MIN_INFLIGHT`) and a
 //!   ceiling (`QUEUE_MAX_INFLIGHT`). It starts at the ceiling, so a burst is taken at once;
 //!   an overload signal from the app ([`Signal::Overloaded`]: 429, a 5xx other than the
-//!   runtime's `503 {timeoutSeconds}` wait, a transport error or timeout) cuts it by 30 %,
+//!   runtime's `503 {timeoutSeconds}` wait, a transport error or timeout) halves it,
 //!   at most once per round of deliveries (only a delivery started after the last cut can
 //!   cut again), and each healthy answer grows it by `1/limit` (one per round), back up to
 //!   the ceiling.
@@ -88,7 +88,7 @@ pub struct Pace {
 }
 
 /// The share of the limit kept by a cut.
-const CUT: f64 = 0.7;
+const CUT: f64 = 0.5;
 
 impl Pace {
     /// Start at `ceiling`; `floor` is clamped to 1..=ceiling.
@@ -213,7 +213,7 @@ mod tests {
         for _ in 0..50 {
             p.observe(Signal::Overloaded, 0, 10);
         }
-        assert_eq!(p.limit(), 89);
+        assert_eq!(p.limit(), 64);
         // Refusals of deliveries started after that cut cut again, once per round.
         for round in 1..=20 {
             let t = 10 * round;

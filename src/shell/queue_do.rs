@@ -414,8 +414,12 @@ impl QueueObject {
         // An enqueue may claim its message for this instance when the instance can deliver
         // it: recovered, and a loop that still takes work (or none yet, which the alarm
         // starts). Not inside the class's transaction (`Direct`), whose commit comes later.
-        let offer =
-            method == "enqueue" && writes != Some(Writes::Direct) && self.recovered.get() && (!self.looping.get() || self.taking.get());
+        // Within the pace too (an app that refuses has cut it below QUEUE_MAX_INFLIGHT).
+        let offer = method == "enqueue"
+            && writes != Some(Writes::Direct)
+            && self.recovered.get()
+            && (!self.looping.get() || self.taking.get())
+            && self.live.borrow().len() < self.pace.borrow().limit();
         let mut handoff = offer.then(|| Handoff { live: self.live.borrow().len(), looping: self.looping.get(), claimed: None });
         let handoff_ref = &mut handoff;
         let mut core = |store: &mut dyn Store| {
