@@ -22,8 +22,8 @@ mod tests;
 
 use futures_util::future::{join, join_all};
 
-use crate::facade::driver::FacadeHost;
-use crate::facade::list::{merge, plan_runs_list};
+use crate::facade::driver::{list_merged, FacadeHost};
+use crate::facade::list::plan_runs_list;
 use crate::protocol::calls::{ShardCall, Target};
 use crate::protocol::hooks::Owner;
 use crate::protocol::lifecycle::pad13;
@@ -185,9 +185,7 @@ pub async fn call<H: FacadeHost>(host: &H, op: IndexOp, args: &[Value], claim_id
     match op {
         IndexOp::RunsList => {
             let plan = plan_runs_list(a(0));
-            let calls = plan.sources.iter().map(|target| host.call(target, "list", vec![plan.options.clone()]));
-            let pages = join_all(calls).await.into_iter().collect::<Result<Vec<_>, _>>()?;
-            merge(&plan, &pages)
+            list_merged(host, &plan).await
         }
         IndexOp::RunsCommit => shard_call(host, commit_call(args)?).await,
         IndexOp::RunsExpire => {

@@ -10,7 +10,8 @@
 use futures_util::future::join_all;
 
 use super::hooks::{LegacyHook, Reserve};
-use super::list::merge;
+use super::lazy_merge::{asked_limit, LazyMerge};
+use super::list::MergedList;
 use super::{archive, expiry, refused_put, refuses_put, route, run_get_hit, run_get_options, upsert_args, Route, UPSERT_KEY};
 use crate::protocol::calls::{ShardCall, Target};
 use crate::protocol::expiry::{archive_call, shard_calls};
@@ -24,6 +25,23 @@ pub trait FacadeHost {
     async fn call(&self, target: &Target, method: &str, args: Vec<Value>) -> Result<Value, RpcError>;
     /// `WorkflowRunDO(runId).getLifecycleStatus()`.
     async fn lifecycle_status(&self, run_id: &str) -> Result<Value, RpcError>;
+}
+
+/// A merged listing, read round by round until its page is known ([`LazyMerge`]): the
+/// sources' calls of a round run in parallel.
+pub async fn list_merged<H: FacadeHost>(host: &H, plan: &MergedList) -> Result<Value, RpcError> {
+    let mut merging = LazyMerge::new(plan);
+    loop {
+        let calls = merging.next_round();
+        if calls.is_empty() {
+            return merging.page();
+        }
+        let answers = join_all(calls.iter().map(|(_, target, options)| host.call(target, "list", vec![options.clone()]))).await;
+        for ((index, _, options), answer) in calls.iter().zip(answers) {
+            merging.take(*index, asked_limit(options), &answer?)?;
+        }
+        merging.end_round();
+    }
 }
 
 /// Serve one 0.3 `index` call (`with_archive`: see [`route`]).
@@ -52,16 +70,7 @@ pub async fn call<H: FacadeHost>(host: &H, method: &str, args: Vec<Value>, with_
             }
             host.call(&target, UPSERT_KEY, upsert_args(run_id, key, value)).await
         }
-        Route::List(plan) => {
-            let calls = plan
-                .sources
-                .iter()
-                .map(|target| (target, &plan.options))
-                .chain(plan.extra.iter().map(|(target, options)| (target, options)))
-                .map(|(target, options)| host.call(target, "list", vec![options.clone()]));
-            let pages = join_all(calls).await.into_iter().collect::<Result<Vec<_>, _>>()?;
-            merge(&plan, &pages)
-        }
+        Route::List(plan) => list_merged(host, &plan).await,
         Route::ReserveHookToken(hook) => {
             if with_archive {
                 if let Some(refusal) = archive_refusal(host, &hook).await? {

@@ -34,6 +34,7 @@ pub mod archive;
 pub mod driver;
 pub mod expiry;
 pub mod hooks;
+pub mod lazy_merge;
 pub mod list;
 pub mod migrate;
 
