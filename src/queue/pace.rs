@@ -3,9 +3,12 @@
 //! the shell drives with the clock and the outcomes it sees.
 //!
 //! * [`Pace`]: the shard's concurrency limit, between a floor (`QUEUE_MIN_INFLIGHT`) and a
-//!   ceiling (`QUEUE_MAX_INFLIGHT`). It starts at the ceiling, so a burst is taken at once;
-//!   an overload signal from the app ([`Signal::Overloaded`]: 429, a 5xx other than the
-//!   runtime's `503 {timeoutSeconds}` wait, a transport error or timeout) halves it,
+//!   ceiling (`QUEUE_MAX_INFLIGHT`). It starts at the floor and doubles every 200 ms while
+//!   work waits and the deliveries running take longer than that (they wait on the outside
+//!   world: a burst of one-second steps reaches 128 at once in about a second, while an
+//!   app whose quick deliveries share its CPU is not flooded); an overload signal from the app ([`Signal::Overloaded`]: 429, a 5xx other than the
+//!   runtime's `503 {timeoutSeconds}` wait, a transport error or timeout, or rising
+//!   latency: [`Latency`]) halves it,
 //!   at most once per round of deliveries (only a delivery started after the last cut can
 //!   cut again), and each healthy answer grows it by `1/limit` (one per round), back up to
 //!   the ceiling.
@@ -28,9 +31,10 @@ use super::delivery::{classify, Action, Outcome};
 /// connection gate does.
 pub const PLATFORM_CONNECTIONS: usize = 6;
 
-/// Deliveries the shard runs in its own invocation: the rest of its connections serve its
-/// lifecycle checks and courier wake-ups.
-pub const DIRECT_SLOTS: usize = 4;
+/// Deliveries the shard runs in its own invocation, as many as the reference's default
+/// concurrency (so a shard at its floor needs no courier): its sixth connection serves
+/// its lifecycle checks and courier wake-ups, one at a time.
+pub const DIRECT_SLOTS: usize = PLATFORM_CONNECTIONS - 1;
 
 /// Deliveries one courier runs at once: one connection stays free for its calls to the
 /// shard.
@@ -83,24 +87,101 @@ pub struct Pace {
     limit: f64,
     floor: f64,
     ceiling: f64,
+    /// Doubling stops here: the ceiling until the first cut, then the limit that cut left.
+    threshold: f64,
     /// When the last cut happened: only deliveries started after it cut again.
     cut_at: Option<i64>,
+    /// When the limit last doubled.
+    grown_at: Option<i64>,
+}
+
+/// How long deliveries run, with work waiting, before the limit doubles ([`Pace::grow`]).
+pub const GROW_AFTER_MS: i64 = 200;
+
+/// Latency samples kept per kind of delivery ([`Latency`]).
+const RECENT: usize = 8;
+/// Kinds of delivery tracked at most (a new kind past this replaces the oldest one).
+const MAX_KINDS: usize = 256;
+
+/// Rising latency, per kind of delivery (its queue name and path: one workflow's flow or
+/// step deliveries): the app is overloaded when even the fastest of the last [`RECENT`]
+/// answers of a kind took more than four times, and 250 ms more than, the fastest ever
+/// seen of that kind. A CPU-bound app whose deliveries share its cores slows every
+/// delivery down as more run at once; steps that wait on the outside world take as long
+/// at any concurrency, and a kind whose answers vary keeps fast ones among its recent.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Latency {
+    kinds: Vec<Kind>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct Kind {
+    key: String,
+    fastest: i64,
+    recent: Vec<i64>,
+    next: usize,
+}
+
+impl Latency {
+    /// Record one answer of kind `key` that took `ms`; whether latency has risen.
+    pub fn rising(&mut self, key: &str, ms: i64) -> bool {
+        let ms = ms.max(0);
+        let at = match self.kinds.iter().position(|k| k.key == key) {
+            Some(i) => i,
+            None => {
+                if self.kinds.len() >= MAX_KINDS {
+                    self.kinds.remove(0);
+                }
+                self.kinds.push(Kind { key: key.to_string(), fastest: ms, recent: Vec::new(), next: 0 });
+                self.kinds.len() - 1
+            }
+        };
+        let kind = &mut self.kinds[at];
+        kind.fastest = kind.fastest.min(ms);
+        if kind.recent.len() < RECENT {
+            kind.recent.push(ms);
+        } else {
+            kind.recent[kind.next] = ms;
+        }
+        kind.next = (kind.next + 1) % RECENT;
+        let fastest_recent = kind.recent.iter().copied().min().unwrap_or(ms);
+        kind.recent.len() == RECENT && fastest_recent > (kind.fastest * 4).max(kind.fastest + 250)
+    }
 }
 
 /// The share of the limit kept by a cut.
 const CUT: f64 = 0.5;
 
 impl Pace {
-    /// Start at `ceiling`; `floor` is clamped to 1..=ceiling.
+    /// Start at `floor` (clamped to 1..=ceiling).
     pub fn new(floor: u32, ceiling: u32) -> Pace {
         let ceiling = f64::from(ceiling.max(1));
         let floor = f64::from(floor.max(1)).min(ceiling);
-        Pace { limit: ceiling, floor, ceiling, cut_at: None }
+        Pace { limit: floor, floor, ceiling, threshold: ceiling, cut_at: None, grown_at: None }
+    }
+
+    /// Work waits and the deliveries running have run for [`GROW_AFTER_MS`] without a
+    /// sign of overload: they wait on something outside the app's CPU, so double the limit
+    /// (at most once per [`GROW_AFTER_MS`], and only up to the threshold the last cut set;
+    /// past it the limit grows by the healthy answers alone).
+    pub fn grow(&mut self, now: i64) {
+        let since = |at: Option<i64>| at.is_none_or(|t| now.saturating_sub(t) >= GROW_AFTER_MS);
+        if self.limit < self.threshold && since(self.grown_at) && since(self.cut_at) {
+            self.limit = (self.limit * 2.0).min(self.threshold).min(self.ceiling);
+            self.grown_at = Some(now);
+        }
     }
 
     /// How many deliveries may run at once now.
     pub fn limit(&self) -> usize {
         self.limit.floor() as usize
+    }
+
+    /// Take one delivery's answer: its signal, and for a healthy one whether its kind's
+    /// latency has risen ([`Latency`]), which counts as overload.
+    pub fn observe_answer(&mut self, signal: Signal, rising: bool, started: i64, now: i64) {
+        let signal = if signal == Signal::Healthy && rising { Signal::Overloaded } else { signal };
+        self.observe(signal, started, now);
     }
 
     /// Take one delivery's signal: `started` is when that delivery was sent, `now` when
@@ -111,6 +192,7 @@ impl Pace {
             Signal::Overloaded => {
                 if self.cut_at.is_none_or(|cut| started >= cut) {
                     self.limit = (self.limit * CUT).max(self.floor);
+                    self.threshold = self.limit;
                     self.cut_at = Some(now);
                 }
             }
@@ -206,9 +288,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn pace_starts_at_the_ceiling_cuts_once_per_round_and_grows_back() {
+    fn pace_doubles_while_work_waits_cuts_once_per_round_and_grows_back() {
         let mut p = Pace::new(5, 128);
-        assert_eq!(p.limit(), 128);
+        assert_eq!(p.limit(), 5);
+        let mut seen = Vec::new();
+        for t in (0..=1400).step_by(100) {
+            p.grow(t);
+            seen.push(p.limit());
+        }
+        assert_eq!(seen, [10, 10, 20, 20, 40, 40, 80, 80, 128, 128, 128, 128, 128, 128, 128]);
         // A burst of refusals of deliveries all started before the first cut: one cut.
         for _ in 0..50 {
             p.observe(Signal::Overloaded, 0, 10);
@@ -229,8 +317,13 @@ mod tests {
             p.observe(Signal::Healthy, 500, 600);
         }
         assert_eq!(p.limit(), 128, "never above the ceiling");
+        // After a cut, doubling stops at what the cut left; healthy answers grow it.
+        p.observe(Signal::Overloaded, 10_000, 10_000);
+        assert_eq!(p.limit(), 64);
+        p.grow(20_000);
+        assert_eq!(p.limit(), 64);
         p.observe(Signal::Neutral, 700, 800);
-        assert_eq!(p.limit(), 128);
+        assert_eq!(p.limit(), 64);
         // A floor above the ceiling is the ceiling.
         let mut q = Pace::new(50, 10);
         q.observe(Signal::Overloaded, 0, 1);
@@ -246,7 +339,9 @@ mod tests {
         let mut now = 0i64;
         let mut refused = 0;
         for _ in 0..200 {
-            // One round: `limit` deliveries started now, those past 20 refused.
+            // One round: work waits, so it may double; `limit` deliveries started now,
+            // those past 20 refused.
+            p.grow(now);
             let limit = p.limit();
             let started = now;
             now += 100;
@@ -259,6 +354,42 @@ mod tests {
         assert!(p.limit() <= 21, "settled at {}", p.limit());
         assert!(p.limit() >= 10, "settled at {}", p.limit());
         assert!(refused < 200 * 20, "refusals go on only while it finds the level: {refused}");
+    }
+
+    #[test]
+    fn latency_rises_when_even_the_fastest_recent_answers_slow_down() {
+        let mut l = Latency::default();
+        // Steps that wait a second on the outside world: steady, never rising.
+        for i in 0..50 {
+            assert!(!l.rising("__wkf_workflow_io step", 1000 + (i % 7) * 40));
+        }
+        // A CPU-bound kind: fast while few run, then every answer slow.
+        for _ in 0..8 {
+            assert!(!l.rising("__wkf_workflow_par step", 15));
+        }
+        let slow: Vec<bool> = (0..8).map(|_| l.rising("__wkf_workflow_par step", 900)).collect();
+        assert_eq!(slow, [false, false, false, false, false, false, false, true], "rising once the last 8 are all slow");
+        // One fast answer among the recent ones: not rising.
+        assert!(!l.rising("__wkf_workflow_par step", 20));
+        // Kinds are separate: a slow flow does not make steps rise.
+        for _ in 0..8 {
+            assert!(!l.rising("__wkf_workflow_seq flow", 3000));
+        }
+        // Bounded number of kinds.
+        for i in 0..(MAX_KINDS + 10) {
+            l.rising(&format!("k{i}"), 1);
+        }
+        assert_eq!(l.kinds.len(), MAX_KINDS);
+        let mut p = Pace::new(40, 128);
+        p.observe_answer(Signal::Healthy, true, 0, 1);
+        assert_eq!(p.limit(), 40, "not below the floor");
+        let mut p = Pace::new(5, 128);
+        (0..5).for_each(|i| p.grow(i * GROW_AFTER_MS));
+        assert_eq!(p.limit(), 128);
+        p.observe_answer(Signal::Healthy, true, 0, 1);
+        assert_eq!(p.limit(), 64);
+        p.observe_answer(Signal::Healthy, false, 2, 3);
+        assert_eq!(p.limit(), 64);
     }
 
     #[test]

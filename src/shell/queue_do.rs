@@ -65,12 +65,15 @@ use crate::queue::delivery::{
 use crate::queue::driver::{
     self, LifecycleCache, QueueHost, HELD_METHOD, LEASE_METHOD, LIFECYCLE_METHOD, MISSING_RUNS_BINDING, REVOKE_METHOD,
 };
-use crate::queue::pace::{courier_name, parse_courier_name, signal_of, Couriers, Pace, COURIER_SLOTS, DIRECT_SLOTS};
+use crate::queue::pace::{
+    courier_name, parse_courier_name, signal_of, Couriers, Latency, Pace, COURIER_SLOTS, DIRECT_SLOTS, GROW_AFTER_MS,
+};
 use crate::queue::state::{INFLIGHT_PREFIX, LEGACY_INFLIGHT_PREFIX};
 use crate::queue::{self, Lifecycle};
 use crate::store::alarm::{Alarm, AlarmChange};
 use crate::store::buffered::Fallback;
 use crate::store::{ListOptions, Store};
+use crate::wire::js::to_js_string;
 use crate::wire::router::Binding;
 use crate::wire::{RpcError, Value};
 
@@ -222,6 +225,13 @@ pub struct QueueObject {
     gate: Rc<Gate>,
     /// How many deliveries may run at once (in this invocation and its couriers').
     pace: RefCell<Pace>,
+    /// Answer times per kind of delivery (the pace's rising-latency signal).
+    latency: RefCell<Latency>,
+    /// Whether the last claim took all the pace allowed (more work may wait).
+    backlog: Cell<bool>,
+    /// When a delivery last answered (or the loop started): deliveries running with no
+    /// answer for [`GROW_AFTER_MS`] while work waits let the pace double.
+    quiet_since: Cell<i64>,
     /// Which couriers are awake.
     couriers: RefCell<Couriers>,
     /// Claimed deliveries waiting for a courier (or a free direct slot).
@@ -420,6 +430,10 @@ impl QueueObject {
             && self.recovered.get()
             && (!self.looping.get() || self.taking.get())
             && self.live.borrow().len() < self.pace.borrow().limit();
+        if method == "enqueue" && self.live.borrow().len() >= self.pace.borrow().limit() {
+            // Work waits beyond the pace: the loop may grow it.
+            self.backlog.set(true);
+        }
         let mut handoff = offer.then(|| Handoff { live: self.live.borrow().len(), looping: self.looping.get(), claimed: None });
         let handoff_ref = &mut handoff;
         let mut core = |store: &mut dyn Store| {
@@ -573,7 +587,10 @@ impl QueueObject {
         let action = classify(outcome);
         let lifecycle = if action == Action::Ack { Lifecycle::unknown() } else { self.check_row(&claimed.row).await };
         let now = now_ms();
-        self.pace.borrow_mut().observe(signal_of(outcome), started, now);
+        let kind = format!("{} {}", to_js_string(claimed.row.member("queueName")), to_js_string(claimed.row.member("pathname")));
+        let rising = self.latency.borrow_mut().rising(&kind, now.saturating_sub(started));
+        self.quiet_since.set(now);
+        self.pace.borrow_mut().observe_answer(signal_of(outcome), rising, started, now);
         // Only a retry moves the alarm (earlier); the loop's next claim computes it exactly.
         let mut alarm = self.held_alarm();
         let settled = in_transaction(&self.storage, |s| {
@@ -730,6 +747,7 @@ impl QueueObject {
         if from_alarm {
             self.durable.set(None);
         }
+        self.quiet_since.set(started);
         loop {
             let can_claim = now_ms().saturating_sub(started) < CLAIM_BUDGET_MS && delivered < MAX_DELIVERIES_PER_ALARM;
             let idle = |running: usize| running == 0 && self.outbox.borrow().is_empty() && self.lent.borrow().is_empty();
@@ -739,7 +757,12 @@ impl QueueObject {
                 let room = self.pace.borrow().limit().saturating_sub(self.live.borrow().len());
                 // With nothing running this claim may be the loop's last: its alarm is exact.
                 match self.claim_pass(&cfg, room, idle(running.len())).await {
-                    Ok(rows) => claimed = rows,
+                    Ok(rows) => {
+                        if room > 0 {
+                            self.backlog.set(rows.len() == room);
+                        }
+                        claimed = rows;
+                    }
                     // Storage failure in the first claim: let the platform retry the alarm.
                     Err(e) if first => {
                         log_error("claim", &e);
@@ -774,11 +797,18 @@ impl QueueObject {
             if idle(running.len()) {
                 break;
             }
+            // Work waits and what runs has not answered for a while: it waits on the
+            // outside world, so the pace may double (the next pass claims the room).
+            let growing = self.backlog.get() && can_claim;
+            if growing && now_ms().saturating_sub(self.quiet_since.get()) >= GROW_AFTER_MS {
+                self.pace.borrow_mut().grow(now_ms());
+            }
             // Wait for a delivery to settle, a kick (an enqueue, a courier's report), or
             // (when a slot is free) the next planned wake-up. With every slot busy only a
             // settled delivery frees room; the idle wait still looks at the couriers.
             let full = !can_claim || self.live.borrow().len() >= self.pace.borrow().limit();
             let wait_ms = match self.planned.get() {
+                _ if full && growing => GROW_AFTER_MS,
                 Some(at) if !full => at.saturating_sub(now_ms()).clamp(1, MAX_IDLE_WAIT_MS),
                 _ => MAX_IDLE_WAIT_MS,
             };
@@ -827,6 +857,9 @@ impl QueueObject {
             taking: Cell::new(false),
             gate: Rc::new(Gate::default()),
             pace: RefCell::new(Pace::new(cfg.queue_min_inflight, cfg.max_inflight().unwrap_or(1))),
+            latency: RefCell::new(Latency::default()),
+            backlog: Cell::new(false),
+            quiet_since: Cell::new(0),
             couriers: RefCell::new(Couriers::default()),
             outbox: RefCell::new(VecDeque::new()),
             lent: RefCell::new(HashMap::new()),
