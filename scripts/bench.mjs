@@ -34,6 +34,22 @@
 //                                           reference worker alternating; see
 //                                           scripts/bench/workflows.mjs
 //
+//   node scripts/bench.mjs io [--client 0.3|0.4|both] [--only seq,par,refuse]
+//        [--worlds ours,reference,local] [--scale full|small] [--var K=V] [--json out.json]
+//                                           I/O-bound workflows (steps waiting 1 s on the
+//                                           outside world) started together, on ours, the
+//                                           reference worker and @workflow/world-local, through
+//                                           the real client (0.4.0 by default); see
+//                                           tests/conformance/bench/io.mjs
+//
+//   node scripts/bench.mjs devkit [--client 0.3|0.4|both] [--worlds ours,reference,local]
+//        [--only step,stream,hook,sequential,sl,so-text,so-structured] [--scale full|small]
+//        [--runs N] [--so-runs N] [--steps N] [--seq-runs N] [--var K=V] [--json out.json]
+//                                           the Workflow DevKit's latency benchmark (TTFS,
+//                                           STSO, WO, SL, SO on the app's clock) on ours, the
+//                                           reference worker and @workflow/world-local side by
+//                                           side; see tests/conformance/bench/devkit.mjs
+//
 // Each throughput workload gets a fresh worker with the default variables
 // (QUEUE_MAX_INFLIGHT 128, QUEUE_MAX_ATTEMPTS 5, ...) and prints its own figures, plus the
 // workerd's CPU over the workload when it can be found (Linux). Needs `npm run build` first.
@@ -111,6 +127,16 @@ function usage(msg) {
 
 if (process.argv[2] === "workflows") {
   const { main } = await import("./bench/workflows.mjs");
+  process.exit(await main(process.argv.slice(3)));
+}
+
+if (process.argv[2] === "io") {
+  const { main } = await import("../tests/conformance/bench/io.mjs");
+  process.exit(await main(process.argv.slice(3)));
+}
+
+if (process.argv[2] === "devkit") {
+  const { main } = await import("../tests/conformance/bench/devkit.mjs");
   process.exit(await main(process.argv.slice(3)));
 }
 

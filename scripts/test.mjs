@@ -186,6 +186,29 @@ if (built && !files.length && !flag("--skip-conformance")) {
   });
 }
 
+// 6. small forms of the I/O and DevKit benches (issue #45, #47): every run completes,
+// deliveries run together within the platform's connection limit, every scenario measures.
+if (built && !files.length && !flag("--skip-conformance")) {
+  await phase("benches", async () => {
+    let p = 0;
+    let f = 0;
+    let ok = true;
+    for (const name of ["io-small.mjs", "devkit-small.mjs"]) {
+      const r = await run(process.execPath, [join(ROOT, "tests", "conformance", "bench", name)], { capture: true });
+      const m = r.out.match(/^[a-z-]+: (\d+) passed, (\d+) failed/m);
+      if (m) {
+        p += Number(m[1]);
+        f += Number(m[2]);
+      }
+      if (r.code !== 0 || !m) ok = false;
+      if (!m) f += 1;
+    }
+    passed += p;
+    failed += f;
+    return { ok, detail: `${p} passed, ${f} failed (io-small, devkit-small)` };
+  });
+}
+
 console.log("\n=== summary ===");
 for (const ph of phases) console.log(`${ph.ok ? "PASS" : "FAIL"}  ${ph.name.padEnd(12)} ${fmt(ph.ms).padStart(7)}  ${ph.detail}`);
 if (!built) console.log("SKIP  node --test   (the build failed)");

@@ -36,7 +36,7 @@ export const WORKFLOWS_DIR = fileURLToPath(new URL("./workflows", import.meta.ur
 export const FILE = "workflows/bench.ts";
 export const SERVERS = ["ours", "reference"];
 
-/** The payload workloads' payload: as bench.ts makes it (size characters from an LCG). */
+/** The payload…rand workloads' payload: as bench.ts `payload` makes it (size characters from an LCG). */
 export function benchPayload(size, seed) {
   let x = seed >>> 0;
   let p = "";
@@ -59,11 +59,21 @@ export function fnv1a(s) {
 const sum = (n) => (n * (n - 1)) / 2;
 const rotate = (s, n) => s.slice(n % s.length) + s.slice(0, n % s.length);
 
-function payloadWorkload(n) {
+/**
+ * The DevKit's payload workload ("workflow with <n> sequential data payload steps (10KB)"):
+ * one 10 KB string of 'x' given to each of `n` sequential steps and returned by it.
+ */
+function dataPayloadWorkload(n) {
+  const size = 10 * 1024;
+  return { name: `payload${n}`, workflow: "dataPayload", args: [n, size], expect: size, devkit: `workflow with ${n} sequential data payload steps (10KB)` };
+}
+
+/** Ours, beside the DevKit's: the same steps carrying an incompressible payload (an LCG's printable ASCII), rotated by each step. */
+function randPayloadWorkload(n) {
   const size = 10 * 1024;
   const seed = 0x5eed + n;
   const final = rotate(benchPayload(size, seed), n);
-  return { name: `payload${n}`, workflow: "payload", args: [n, size, seed], expect: { length: size, fnv: fnv1a(final) } };
+  return { name: `payload${n}rand`, workflow: "payload", args: [n, size, seed], expect: { length: size, fnv: fnv1a(final) } };
 }
 
 function streamLines(n) {
@@ -90,7 +100,9 @@ export const STREAM_STEP_ARG_0_4 =
   "client 0.4.0 yields a read's chunks as views of one buffer, and the runtime's byte stream for a step's stream argument transfers it on the first enqueue: the step hangs on both workers";
 
 /**
- * The workloads, by the DevKit benchmark's names. `skip`: client → why it cannot run there. `expect` is the run's output; `stream`,
+ * The workloads, by the DevKit benchmark's names (seq10: "workflow with 10 sequential steps";
+ * payload10: "workflow with 10 sequential data payload steps (10KB)", its `devkit` name), then
+ * ours (payload10rand, payload25rand: the payload steps with an incompressible payload). `skip`: client → why it cannot run there. `expect` is the run's output; `stream`,
  * when set, the exact text of the run's output stream.
  */
 export const WORKLOADS = [
@@ -98,8 +110,10 @@ export const WORKLOADS = [
   { name: "oneStep", workflow: "oneStep", args: [41], expect: 42 },
   ...[10, 25, 50].map((n) => ({ name: `seq${n}`, workflow: "sequential", args: [n], expect: sum(n) })),
   ...[10, 25, 50].map((n) => ({ name: `par${n}`, workflow: "parallel", args: [n], expect: sum(n) })),
-  payloadWorkload(10),
-  payloadWorkload(25),
+  dataPayloadWorkload(10),
+  dataPayloadWorkload(25),
+  randPayloadWorkload(10),
+  randPayloadWorkload(25),
   { name: "stream50", workflow: "stream", args: [50], expect: 50, stream: streamLines(50), skip: { "0.4": STREAM_STEP_ARG_0_4 } },
 ];
 

@@ -7,7 +7,8 @@
 //
 // Routes (all local):
 //   POST /.well-known/workflow/v1/flow   the runtime's handler (queue deliveries)
-//   POST /start {file, workflow, args}   start() a workflow of the manifest → {runId}
+//   POST /start {file, workflow, args}   start() a workflow of the manifest → {runId,
+//                                        clientStart: Date.now() right before start()}
 //   GET  /runs/:runId                    world.runs.get, as JSON (Dates as ISO strings)
 //   GET  /runs/:runId/output             the run's hydrated return value as JSON
 //   GET  /runs/:runId/readable           the run's default output stream, as bytes
@@ -139,8 +140,9 @@ const server = createServer(async (req, res) => {
       const { file, workflow, args = [] } = JSON.parse((await readBody(req)).toString("utf8"));
       const entry = manifest.workflows[file]?.[workflow];
       if (!entry) return json(res, 404, { error: `no workflow ${file}#${workflow}` });
+      const clientStart = Date.now(); // the app's clock right before start() (the DevKit bench's anchor)
       const run = await start(entry, args);
-      return json(res, 200, { runId: run.runId });
+      return json(res, 200, { runId: run.runId, clientStart });
     }
     let m = path.match(/^\/runs\/([^/]+)\/settled$/);
     if (req.method === "GET" && m) {

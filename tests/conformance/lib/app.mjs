@@ -3,6 +3,8 @@
 // workflow, read its run, its output and the request trace.
 //
 //   const app = await startApp({ profile: "beta42", dir, client: "0.3", server: w });
+//   // or the same app on an in-process World (no server: deliveries come from world-local):
+//   // startApp({ dir, server: { env: {} }, worldModule: "@workflow/world-local", env: { WORKFLOW_LOCAL_DATA_DIR } })
 //   const { runId } = await app.start("workflows/bench.ts", "seq10", []);
 //   const run = await app.waitRun(runId);     // completed, failed or cancelled
 //   await app.stop();
@@ -11,7 +13,7 @@ import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { node22 } from "./profile.mjs";
 
-export async function startApp({ profile = "beta42", dir, client = "0.3", server, env = {}, quiet = true }) {
+export async function startApp({ profile = "beta42", dir, client = "0.3", server, env = {}, quiet = true, worldModule = `world-celld-${client}` }) {
   const { node, path } = node22(profile);
   const child = spawn(node, [join(dir, "app-server.mjs")], {
     cwd: dir,
@@ -20,7 +22,7 @@ export async function startApp({ profile = "beta42", dir, client = "0.3", server
       ...server.env,
       ...env,
       PATH: path,
-      WORLD_MODULE: `world-celld-${client}`,
+      WORLD_MODULE: worldModule,
       PORT: "",
       WORKFLOW_TARGET_WORLD: "",
       FORCE_COLOR: "0",

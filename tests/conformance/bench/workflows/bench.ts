@@ -1,7 +1,10 @@
 // The workflow bench's workloads (npm run bench -- workflows): the shapes of the Workflow
 // DevKit's standard benchmark (a workflow with no steps, one step, sequential steps,
 // Promise.all of steps, sequential steps carrying a 10 KB payload, a 50-chunk stream through
-// a transform step), written for this repo. Steps do no simulated work, so a run's time is
+// a transform step), written for this repo. The DevKit's payload workload passes one 10 KB
+// string of a single repeated character ('x') to every step, and each step hands back the
+// string with its length and a checksum (`dataPayload`); `payload` (the `payload…rand`
+// workloads) carries an incompressible payload instead, rotated by every step. Steps do no simulated work, so a run's time is
 // the runtime's and the World's. Every workflow returns a value the bench checks
 // (tests/conformance/bench/workflows.mjs has the expected values).
 import { getWritable } from 'workflow';
@@ -36,6 +39,24 @@ export async function parallel(n: number): Promise<number> {
   'use workflow';
   const values = await Promise.all(Array.from({ length: n }, (_, i) => step(i)));
   return values.reduce((a, b) => a + b, 0);
+}
+
+/** A step that returns its input with the input's length and a checksum (first + last char codes). */
+async function processData(data: string): Promise<{ data: string; len: number; checksum: number }> {
+  'use step';
+  return { data, len: data.length, checksum: data.charCodeAt(0) + data.charCodeAt(data.length - 1) };
+}
+
+/**
+ * The DevKit's payload workload: `n` sequential steps, each given the same `size`-character
+ * string of 'x' and returning it (with its length). Returns the last step's length.
+ */
+export async function dataPayload(n: number, size: number): Promise<number> {
+  'use workflow';
+  const data = 'x'.repeat(size);
+  let len = 0;
+  for (let i = 0; i < n; i++) len = (await processData(data)).len;
+  return len;
 }
 
 /** A step that hands the payload on rotated left by one character. */

@@ -1,0 +1,578 @@
+// The I/O bench (npm run bench -- io): K workflows started together whose steps wait on the
+// outside world (a timer in the step body, bench/workflows/io.ts), through a real
+// world-celld client and the Workflow runtime, on three Worlds in turn within one run:
+//
+//   ours        the built worker (lib/workers.mjs startServer "ours", default variables)
+//   reference   the TypeScript reference worker of the same client generation
+//   local       @workflow/world-local: the same app on the in-process World (its own queue
+//               delivers to the app by HTTP; the same for either client, so it runs once)
+//
+// Scenarios (full scale):
+//   seq      100 workflows of 3 sequential 1 s steps, started together
+//   par      one workflow with a Promise.all of 100 1 s steps
+//   refuse   `seq` against an app that answers 429 (Retry-After: 1) to any delivery above
+//            20 concurrent
+//
+// Every delivery reaches the app through a small proxy of this process (startProxy) in
+// front of its /.well-known/workflow/v1/* routes: it counts the requests the app had open at
+// once, refuses above the scenario's limit (the refused ones never reach the runtime), and
+// forwards the rest to the real runtime. Each World gets a fresh server and app per
+// scenario (a queue's pace lives in its memory), warmed up by one 1-step workflow.
+//
+// Per World and scenario: the slowest run (completedAt − createdAt, the World's clock),
+// p50, the makespan (first createdAt → last completedAt), deliveries accepted per second
+// of makespan, the most concurrent deliveries at the app, refused (429), failed deliveries
+// (a 5xx or transport error at the proxy), dead letters (ours and the reference: the queue
+// shard's), step bodies run more than once, and for ours deliveryStats() of the queue
+// shard and its couriers (q:0, q:0#courier:0..25; peakConnections must be <= 6).
+// Every run is checked: completed, with its expected output. A wrong run throws.
+
+import http from "node:http";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import os from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { hostCpu, stealPct } from "../../../scripts/bench/proc.mjs";
+import { percentile } from "../../../scripts/bench/stats.mjs";
+import { rpc } from "../../lib/rpc.mjs";
+import { startApp } from "../lib/app.mjs";
+import { buildApp, CLIENTS, ensureProfile, PROFILES } from "../lib/profile.mjs";
+import { startServer } from "../lib/workers.mjs";
+
+export const WORKFLOWS_DIR = fileURLToPath(new URL("./workflows", import.meta.url));
+export const FILE = "workflows/io.ts";
+export const WORLDS = ["ours", "reference", "local"];
+export const SHARD = "q:0";
+export const COURIERS = 26;
+/** The platform's limit of outgoing connections waiting for headers per invocation. */
+export const MAX_CONNECTIONS = 6;
+/** The reference's (and the floor's) concurrent deliveries per shard. */
+export const REFERENCE_INFLIGHT = 5;
+
+/** The scenarios at each scale. `limit`: the app refuses (429) deliveries above it (null: never). */
+export const SCALES = {
+  full: [
+    { name: "seq", label: "100 × 3 sequential 1 s steps", workflow: "ioSequential", workflows: 100, steps: 3, ms: 1000, limit: null },
+    { name: "par", label: "Promise.all of 100 1 s steps", workflow: "ioParallel", workflows: 1, steps: 100, ms: 1000, limit: null },
+    { name: "refuse", label: "100 × 3 sequential 1 s steps, app refuses above 20", workflow: "ioSequential", workflows: 100, steps: 3, ms: 1000, limit: 20 },
+  ],
+  small: [{ name: "seq-small", label: "10 × 2 sequential 300 ms steps", workflow: "ioSequential", workflows: 10, steps: 2, ms: 300, limit: null }],
+};
+
+/** What a workflow of io.ts returns: `${tag}:${1 + … + steps}`. */
+export function expectedOutput(tag, steps) {
+  return `${tag}:${(steps * (steps + 1)) / 2}`;
+}
+
+/**
+ * The time a sequential scenario takes when the World runs `inflight` deliveries at a time
+ * (each workflow's steps run inside one delivery): ceil(workflows / inflight) waves of
+ * steps × ms.
+ */
+export function sequentialAt(s, inflight = REFERENCE_INFLIGHT) {
+  return Math.ceil(s.workflows / inflight) * s.steps * s.ms;
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te", "trailer"]);
+function endToEnd(headers) {
+  const out = {};
+  for (const [k, v] of Object.entries(headers)) if (!HOP_BY_HOP.has(k.toLowerCase())) out[k] = v;
+  return out;
+}
+
+/**
+ * The proxy in front of the app's delivery routes. `limit`: deliveries above it open at
+ * once are answered 429 with Retry-After: `retryAfter`. Set `proxy.target` to the app's
+ * port once it listens. Counts: open/peak (accepted deliveries open at once), accepted,
+ * refused, failed (5xx or transport), statuses, and per delivery its message id, attempt,
+ * arrival and answer times.
+ */
+export async function startProxy({ limit = null, retryAfter = 1 } = {}) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity });
+  const p = {
+    target: 0,
+    limit: limit ?? Infinity,
+    open: 0,
+    peak: 0,
+    accepted: 0,
+    refused: 0,
+    failed: 0,
+    statuses: {},
+    deliveries: [],
+    reset() {
+      p.peak = p.open;
+      p.accepted = p.refused = p.failed = 0;
+      p.statuses = {};
+      p.deliveries = [];
+    },
+  };
+  const server = http.createServer((req, res) => {
+    const isDelivery = req.method === "POST" && req.url.startsWith("/.well-known/workflow/v1/");
+    if (isDelivery && p.open >= p.limit) {
+      p.refused++;
+      p.statuses[429] = (p.statuses[429] || 0) + 1;
+      req.resume();
+      res.writeHead(429, { "retry-after": String(retryAfter), "content-type": "application/json" });
+      res.end('{"error":"busy"}');
+      return;
+    }
+    const d = isDelivery ? { messageId: req.headers["x-vqs-message-id"], attempt: Number(req.headers["x-vqs-message-attempt"]), at: Date.now(), answeredAt: 0, status: 0 } : null;
+    if (d) {
+      p.open++;
+      p.peak = Math.max(p.peak, p.open);
+      p.accepted++;
+      p.deliveries.push(d);
+    }
+    let closed = false;
+    const close = (status) => {
+      if (closed || !d) return;
+      closed = true;
+      p.open--;
+      d.status = status;
+      d.answeredAt = Date.now();
+      p.statuses[status] = (p.statuses[status] || 0) + 1;
+      if (!(status >= 200 && status < 300)) p.failed++;
+    };
+    const up = http.request({ host: "127.0.0.1", port: p.target, method: req.method, path: req.url, headers: endToEnd(req.headers), agent }, (ur) => {
+      res.writeHead(ur.statusCode, endToEnd(ur.headers));
+      ur.pipe(res);
+      ur.on("end", () => close(ur.statusCode));
+      ur.on("error", () => close(502));
+    });
+    up.on("error", (err) => {
+      close(502);
+      if (!res.headersSent) res.writeHead(502, { "content-type": "text/plain" });
+      res.end(String(err));
+    });
+    res.on("close", () => close(res.statusCode || 502));
+    req.pipe(up);
+  });
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  p.port = server.address().port;
+  p.url = `http://127.0.0.1:${p.port}`;
+  p.close = () =>
+    new Promise((r) => {
+      server.close(() => r());
+      server.closeAllConnections?.();
+      agent.destroy();
+    });
+  return p;
+}
+
+/** Builds (or reuses) the I/O bench's app of a profile (its own directory: .bench-io). */
+export function ioApp(profile) {
+  ensureProfile(profile);
+  return buildApp(profile, ".bench-io", { template: null, workflowsDir: WORKFLOWS_DIR });
+}
+
+/**
+ * One World, fresh: its server (none for local), the proxy (with the scenario's limit) and
+ * the app on it. `oursVars`: variables of our worker.
+ */
+async function startWorld({ world, client, profile, dir, limit, oursVars = {} }) {
+  const proxy = await startProxy({ limit });
+  let server = null;
+  let app = null;
+  let dataDir = null;
+  try {
+    if (world === "local") {
+      dataDir = mkdtempSync(join(os.tmpdir(), "io-bench-local-"));
+      app = await startApp({
+        profile,
+        dir,
+        client,
+        server: { env: {} },
+        worldModule: "@workflow/world-local",
+        env: { WORKFLOW_LOCAL_DATA_DIR: dataDir, WORKFLOW_LOCAL_BASE_URL: proxy.url },
+      });
+    } else {
+      server = await startServer({ server: world, client, profile, vars: world === "ours" ? oursVars : {} });
+      app = await startApp({ profile, dir, client, server, env: { WORKFLOW_BASE_URL: proxy.url } });
+    }
+  } catch (err) {
+    await proxy.close().catch(() => {});
+    await server?.dispose().catch(() => {});
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+    throw err;
+  }
+  proxy.target = app.port;
+  return {
+    world,
+    client,
+    server,
+    app,
+    proxy,
+    async stop() {
+      await app.stop().catch(() => {});
+      await proxy.close().catch(() => {});
+      await server?.dispose().catch(() => {});
+      if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** deliveryStats() of our queue shard and every courier it may use. */
+export async function gateStats(server) {
+  const ns = await server.mf.getDurableObjectNamespace("WORKFLOW_QUEUE");
+  const names = [SHARD, ...Array.from({ length: COURIERS }, (_, i) => `${SHARD}#courier:${i}`)];
+  const out = {};
+  for (const name of names) out[name] = await ns.get(ns.idFromName(name)).deliveryStats();
+  return out;
+}
+
+/** The queue shard's pending/inflight/dead letters (ours: its RPC route; reference: its Durable Object). */
+async function queueState(side) {
+  if (side.world === "ours") {
+    const target = { url: side.server.url, secret: side.server.secret };
+    const stats = await rpc(target, "queue", SHARD, "stats", []);
+    const dead = await rpc(target, "queue", SHARD, "listDeadLetters", []);
+    return { pending: stats.pending, inflight: stats.inflight, deadLetters: dead.data.length };
+  }
+  if (side.world === "reference") {
+    const ns = await side.server.mf.getDurableObjectNamespace("WORKFLOW_QUEUE");
+    const stub = ns.get(ns.idFromName(SHARD));
+    const stats = await stub.stats();
+    return { pending: stats.pending, inflight: stats.inflight, deadLetters: stats.deadLetters };
+  }
+  return null;
+}
+
+const TERMINAL = new Set(["run_completed", "run_failed", "run_cancelled"]);
+
+/**
+ * Waits until every run is terminal. Through a world-celld client it reads the app's trace
+ * (the terminal event's request answered), so waiting adds no request to the server; on
+ * world-local it reads the runs (in-process). Then the records.
+ */
+async function waitAll(side, runIds, timeoutMs) {
+  const deadline = Date.now() + timeoutMs;
+  const pending = new Set(runIds);
+  while (pending.size > 0) {
+    if (Date.now() > deadline) throw new Error(`${pending.size} of ${runIds.length} runs not finished after ${timeoutMs} ms (e.g. ${[...pending][0]})`);
+    if (side.world === "local") {
+      for (const id of [...pending]) {
+        const r = await side.app.run(id).catch(() => null);
+        if (r && r.status !== "pending" && r.status !== "running") pending.delete(id);
+      }
+    } else {
+      const trace = await side.app.trace();
+      for (const e of trace) if (e.kind === "request" && TERMINAL.has(e.eventType) && e.status >= 200 && e.status < 300 && e.ok !== false) pending.delete(e.runId);
+    }
+    if (pending.size > 0) await sleep(200);
+  }
+  return Promise.all(runIds.map((id) => side.app.run(id)));
+}
+
+/** The most intervals [a, b) open at once. */
+function peakOpen(intervals) {
+  const edges = intervals.flatMap(([a, b]) => [
+    [a, 1],
+    [b, -1],
+  ]);
+  edges.sort((x, y) => x[0] - y[0] || x[1] - y[1]);
+  let open = 0;
+  let peak = 0;
+  for (const [, step] of edges) peak = Math.max(peak, (open += step));
+  return peak;
+}
+
+const COUNTERS = ["queuedConnections", "connections", "direct", "lent"];
+function statsDelta(before, after) {
+  const out = {};
+  for (const [name, a] of Object.entries(after)) {
+    const b = before[name] || {};
+    const o = { ...a };
+    for (const k of COUNTERS) o[k] = (a[k] ?? 0) - (b[k] ?? 0);
+    out[name] = o;
+  }
+  return out;
+}
+
+/** One scenario on one fresh World: warm-up, K workflows started together, checks, figures. */
+export async function runScenario({ world, client, profile, dir, scenario: s, oursVars = {}, timeoutMs = 240_000, log = () => {} }) {
+  const side = await startWorld({ world, client, profile, dir, limit: s.limit, oursVars });
+  try {
+    // Warm-up: one 1-step workflow (compiles the worker's and the runtime's code paths).
+    const warmTag = `warm-${world}-${Date.now()}`;
+    const { runId: warmId } = await side.app.start(FILE, "ioSequential", [warmTag, 1, 1]);
+    const [warm] = await waitAll(side, [warmId], 60_000);
+    if (warm.status !== "completed") throw new Error(`${world}: warm-up run ${warmId} ${warm.status}`);
+    await sleep(100);
+    const statsBefore = world === "ours" ? await gateStats(side.server) : null;
+    side.proxy.reset();
+    if (world !== "local") await side.app.resetTrace();
+
+    const tags = Array.from({ length: s.workflows }, (_, i) => `${s.name}-${world}-${client}-${i}`);
+    const t0 = Date.now();
+    const started = await Promise.all(tags.map((tag) => side.app.start(FILE, s.workflow, [tag, s.steps, s.ms])));
+    const startedMs = Date.now() - t0;
+    const runIds = started.map((r) => r.runId);
+    log(`  ${world}: ${runIds.length} started in ${startedMs} ms`);
+    const records = await waitAll(side, runIds, timeoutMs);
+    const settledMs = Date.now() - t0;
+    await sleep(300); // the queue's acknowledgements of the last deliveries
+
+    // Checks: each run completed with its output; each step body ran (once).
+    const errors = [];
+    for (const [i, rec] of records.entries()) {
+      if (rec.status !== "completed") {
+        errors.push(`run ${rec.runId} ${rec.status}: ${JSON.stringify(rec.error ?? null).slice(0, 300)}`);
+        continue;
+      }
+      const out = await side.app.output(rec.runId);
+      if (out !== expectedOutput(tags[i], s.steps)) errors.push(`run ${rec.runId} returned ${JSON.stringify(out)}, expected ${JSON.stringify(expectedOutput(tags[i], s.steps))}`);
+    }
+    const mine = new Set(tags);
+    const execs = (await side.app.executions()).filter((e) => Array.isArray(e) && mine.has(e[0]));
+    const seen = new Map();
+    for (const [tag, i] of execs) seen.set(`${tag}:${i}`, (seen.get(`${tag}:${i}`) || 0) + 1);
+    const missing = s.workflows * s.steps - seen.size;
+    if (missing > 0) errors.push(`${missing} step bodies never ran`);
+    const reexecuted = [...seen.values()].reduce((n, c) => n + (c - 1), 0);
+
+    const times = records.filter((r) => r.completedAt).map((r) => new Date(r.completedAt) - new Date(r.createdAt));
+    const sorted = [...times].sort((a, b) => a - b);
+    const createdMin = Math.min(...records.map((r) => new Date(r.createdAt).getTime()));
+    const completedMax = Math.max(...records.map((r) => (r.completedAt ? new Date(r.completedAt).getTime() : NaN)));
+    const makespanMs = completedMax - createdMin;
+    const p = side.proxy;
+    const result = {
+      world,
+      client: world === "local" ? null : CLIENTS[client],
+      scenario: s.name,
+      runs: records.length,
+      completed: records.filter((r) => r.status === "completed").length,
+      slowestMs: sorted[sorted.length - 1],
+      p50Ms: percentile(sorted, 50),
+      fastestMs: sorted[0],
+      makespanMs,
+      startedMs,
+      settledMs,
+      deliveries: p.accepted,
+      deliveriesPerS: p.accepted / (makespanMs / 1000),
+      peakAtApp: p.peak,
+      peakSteps: peakOpen(execs.filter((e) => e[3] > 0).map((e) => [e[2], e[3]])),
+      // first step body's start → last step body's end, on the app's clock
+      stepSpanMs: execs.length ? Math.max(...execs.map((e) => e[3])) - Math.min(...execs.map((e) => e[2])) : NaN,
+      // the longest a run waited from its creation to its first step body (five at a time:
+      // the second wave waits a whole wave)
+      firstStepDelayMs: Math.max(
+        ...records.map((rec, i) => {
+          const first = execs.find((e) => e[0] === tags[i] && e[1] === 0);
+          return first ? first[2] - new Date(rec.createdAt).getTime() : NaN;
+        }),
+      ),
+      // first run created → last run created (how together "together" was)
+      createdSpreadMs: Math.max(...records.map((r) => new Date(r.createdAt).getTime())) - createdMin,
+      refused: p.refused,
+      failedDeliveries: p.failed,
+      statuses: p.statuses,
+      maxAttempt: Math.max(0, ...p.deliveries.map((d) => d.attempt || 0)),
+      reexecuted,
+      errors,
+    };
+    // Where the time went: each delivery [arrival, answer] in ms from the first start, its
+    // status and attempt; through a client, the requests it sent the server.
+    result.timeline = p.deliveries.map((d) => [d.at - t0, d.answeredAt ? d.answeredAt - t0 : null, d.status, d.attempt]);
+    if (world !== "local") {
+      const trace = await side.app.trace();
+      result.requests = trace.filter((e) => e.kind === "request").length;
+      const byKind = {};
+      for (const e of trace) {
+        if (e.kind !== "request") continue;
+        const k = `${e.path.replace(/\/wrun_[0-9A-Za-z]+/, "").replace(/^\/v1\/(rpc\/)?/, "").replace(/\/q%3A\d+/, "")}${e.eventType ? ` ${e.eventType}` : ""}`;
+        byKind[k] = (byKind[k] || 0) + 1;
+      }
+      result.requestsByKind = byKind;
+    }
+    // The queue once every run is terminal, then how long until nothing is pending or in
+    // flight (acknowledgements of the last deliveries; couriers report theirs to the shard).
+    let q = await queueState(side).catch((err) => ({ error: String(err.message || err) }));
+    if (q && !q.error) {
+      result.queueAtEnd = { ...q };
+      const tq = Date.now();
+      while (q.pending + q.inflight > 0 && Date.now() - tq < 15_000) {
+        await sleep(100);
+        q = await queueState(side);
+      }
+      result.queueDrainMs = q.pending + q.inflight > 0 ? null : Date.now() - tq;
+      if (result.queueDrainMs === null) errors.push(`the queue still holds ${q.pending} pending and ${q.inflight} in flight 15 s after the last run finished`);
+    }
+    if (q) {
+      result.queue = q;
+      result.deadLetters = q.deadLetters;
+    }
+    if (world === "ours") {
+      const stats = statsDelta(statsBefore, await gateStats(side.server));
+      result.deliveryStats = stats;
+      result.peakConnections = Math.max(...Object.values(stats).map((x) => x.peakConnections));
+      const shard = stats[SHARD];
+      result.shard = { direct: shard.direct, lent: shard.lent, pace: shard.pace, peakConnections: shard.peakConnections };
+      result.couriersUsed = Object.entries(stats).filter(([n, x]) => n !== SHARD && x.connections > 0).length;
+      if (result.peakConnections > MAX_CONNECTIONS) errors.push(`a queue object had ${result.peakConnections} connections waiting for headers at once (limit ${MAX_CONNECTIONS})`);
+    }
+    if (q && !q.error && q.deadLetters > 0) errors.push(`${q.deadLetters} dead letters`);
+    return result;
+  } finally {
+    await side.stop();
+  }
+}
+
+function machineStart() {
+  const h = hostCpu();
+  return { loadavg: os.loadavg(), host: h, at: Date.now(), idle: idleJiffies() };
+}
+function idleJiffies() {
+  try {
+    const v = readFileSync("/proc/stat", "utf8").split("\n", 1)[0].trim().split(/\s+/).slice(1).map(Number);
+    return (v[3] || 0) + (v[4] || 0);
+  } catch {
+    return 0;
+  }
+}
+function machineEnd(m) {
+  const h = hostCpu();
+  const total = h.total - m.host.total;
+  return {
+    loadavgStart: m.loadavg,
+    loadavgEnd: os.loadavg(),
+    stealPct: stealPct(m.host, h),
+    busyPct: total > 0 ? (100 * (total - (idleJiffies() - m.idle))) / total : NaN,
+    cpus: os.cpus().length,
+    wallS: (Date.now() - m.at) / 1000,
+  };
+}
+
+/**
+ * The bench. Options: scale ("full" | "small"), clients (["0.4"]), worlds (WORLDS; local
+ * runs once, with the first client), scenarios (names, default all of the scale), profile
+ * ("beta42"), oursVars, log, onResult (called with each result and all so far). Returns {scale, profile, runtime, results: [...], machine}; a
+ * result's `errors` lists what its checks found (empty when every run was right).
+ */
+export async function ioBench({ scale = "full", clients = ["0.4"], worlds = scale === "small" ? ["ours"] : WORLDS, scenarios, profile = "beta42", oursVars = {}, log = (m) => console.error(m), onResult = () => {} } = {}) {
+  const all = SCALES[scale];
+  if (!all) throw new Error(`unknown scale ${scale} (${Object.keys(SCALES).join(", ")})`);
+  const chosen = scenarios ? all.filter((s) => scenarios.includes(s.name)) : all;
+  if (chosen.length === 0) throw new Error(`no scenario among ${scenarios} (have: ${all.map((s) => s.name).join(", ")})`);
+  const dir = ioApp(profile);
+  const m0 = machineStart();
+  const results = [];
+  for (const [ci, client] of clients.entries()) {
+    for (const s of chosen) {
+      for (const world of worlds) {
+        if (world === "local" && ci > 0) continue; // no client involved: once is enough
+        log(`io: ${s.name} (${s.label}) on ${world}${world === "local" ? "" : ` through ${CLIENTS[client]}`}`);
+        const m = machineStart();
+        let r;
+        try {
+          r = await runScenario({ world, client, profile, dir, scenario: s, oursVars, log });
+        } catch (err) {
+          log(`  ${world}: failed (${err.message}); once more`);
+          r = await runScenario({ world, client, profile, dir, scenario: s, oursVars, log }).catch((e) => ({ world, client: world === "local" ? null : CLIENTS[client], scenario: s.name, errors: [String(e.message || e)] }));
+        }
+        r.machine = machineEnd(m);
+        results.push(r);
+        log(`  ${world}: ${summaryLine(r)}`);
+        onResult(r, results);
+      }
+    }
+  }
+  return { scale, profile, runtime: PROFILES[profile].runtime, date: new Date().toISOString(), scenarios: chosen, results, machine: machineEnd(m0) };
+}
+
+const f0 = (x) => (Number.isFinite(x) ? x.toFixed(0) : "–");
+const f1 = (x) => (Number.isFinite(x) ? x.toFixed(1) : "–");
+
+function summaryLine(r) {
+  if (r.slowestMs === undefined) return `ERROR ${r.errors.join("; ")}`;
+  return `slowest ${f0(r.slowestMs)} ms, p50 ${f0(r.p50Ms)}, makespan ${f0(r.makespanMs)} (created over ${f0(r.createdSpreadMs)}, first step ≤ ${f0(r.firstStepDelayMs)} after creation, steps over ${f0(r.stepSpanMs)}, ${r.peakSteps} step bodies at once), ${f1(r.deliveriesPerS)} deliveries/s, peak ${r.peakAtApp} at the app, ${r.refused} refused, ${r.failedDeliveries} failed${r.deadLetters !== undefined ? `, ${r.deadLetters} dead letters` : ""}${r.peakConnections !== undefined ? `, peakConnections ${r.peakConnections}` : ""}${r.errors.length ? ` — CHECKS FAILED: ${r.errors.join("; ")}` : ""}`;
+}
+
+export function formatIo(res) {
+  const lines = [];
+  const m = res.machine;
+  lines.push(
+    `# I/O bench (${res.scale}), runtime ${res.runtime}, ${res.date}`,
+    `machine: ${m.cpus} CPUs, load average ${m.loadavgStart.map((x) => x.toFixed(2)).join(" ")} → ${m.loadavgEnd.map((x) => x.toFixed(2)).join(" ")}, busy ${f0(m.busyPct)} %, host steal ${f1(m.stealPct)} %, ${f0(m.wallS)} s`,
+    "",
+  );
+  for (const s of res.scenarios) {
+    const ideal = s.workflow === "ioParallel" ? s.ms : Math.ceil(s.workflows / Math.min(s.workflows, s.limit ?? Infinity)) * s.steps * s.ms;
+    const at5 = s.workflow === "ioParallel" ? Math.ceil(s.steps / REFERENCE_INFLIGHT) * s.ms : sequentialAt(s);
+    lines.push(`- ${s.name}: ${s.label}; steps alone take ${ideal} ms at the concurrency the app allows, ${at5} ms five at a time`);
+  }
+  lines.push(
+    "",
+    "| scenario | World | client | slowest ms | p50 ms | makespan ms | deliveries | deliveries/s | peak at app | step bodies at once | refused (429) | failed | dead letters | steps re-run | requests | load avg (1 min) |",
+    "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+  );
+  for (const r of res.results) {
+    if (r.slowestMs === undefined) {
+      lines.push(`| ${r.scenario} | ${r.world} | ${r.client ?? "–"} | ERROR: ${r.errors.join("; ").slice(0, 300)} |`);
+      continue;
+    }
+    const ok = r.errors.length ? ` ✗ ${r.errors.join("; ")}` : "";
+    lines.push(
+      `| ${r.scenario} | ${r.world} | ${r.client ?? "–"} | ${f0(r.slowestMs)}${ok} | ${f0(r.p50Ms)} | ${f0(r.makespanMs)} | ${r.deliveries} | ${f1(r.deliveriesPerS)} | ${r.peakAtApp} | ${r.peakSteps} | ${r.refused} | ${r.failedDeliveries} | ${r.deadLetters ?? "n/a"} | ${r.reexecuted} | ${r.requests ?? "–"} | ${r.machine ? r.machine.loadavgEnd[0].toFixed(2) : "–"} |`,
+    );
+  }
+  const ours = res.results.filter((r) => r.world === "ours" && r.deliveryStats);
+  if (ours.length) {
+    lines.push("", "ours, deliveryStats() over the scenario (after its warm-up): shard q:0 and the couriers it woke", "");
+    lines.push("| scenario | client | shard direct | shard lent | shard pace (end) | shard peakConnections | couriers used | max courier peakConnections | courier connections | queued connections (all) |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    for (const r of ours) {
+      const couriers = Object.entries(r.deliveryStats).filter(([n]) => n !== SHARD).map(([, x]) => x);
+      const cPeak = Math.max(0, ...couriers.map((x) => x.peakConnections));
+      const cDel = couriers.reduce((n, x) => n + x.connections, 0);
+      const queued = Object.values(r.deliveryStats).reduce((n, x) => n + x.queuedConnections, 0);
+      lines.push(`| ${r.scenario} | ${r.client} | ${r.shard.direct} | ${r.shard.lent} | ${r.shard.pace} | ${r.shard.peakConnections} | ${r.couriersUsed} | ${cPeak} | ${cDel} | ${queued} |`);
+    }
+  }
+  const bad = res.results.filter((r) => r.errors.length);
+  lines.push("", bad.length ? `CHECKS FAILED in ${bad.length} result(s)` : `every run checked: completed with its expected output, every step body ran`);
+  return lines.join("\n");
+}
+
+/** npm run bench -- io [--client 0.3|0.4|both] [--only seq,par,refuse] [--worlds ours,reference,local] [--scale small|full] [--profile beta42] [--json out.json] */
+export async function main(argv) {
+  const opts = { clients: ["0.4"], scale: "full", scenarios: undefined, worlds: undefined, profile: "beta42", json: null, oursVars: {} };
+  const value = (i, flag) => {
+    if (i + 1 >= argv.length) throw new Error(`${flag} needs a value`);
+    return argv[i + 1];
+  };
+  try {
+    for (let i = 0; i < argv.length; i++) {
+      const a = argv[i];
+      if (a === "--client") {
+        const c = value(i++, a);
+        if (c === "both") opts.clients = Object.keys(CLIENTS);
+        else if (CLIENTS[c]) opts.clients = [c];
+        else throw new Error(`--client: 0.3, 0.4 or both, got ${c}`);
+      } else if (a === "--only") opts.scenarios = value(i++, a).split(",").filter(Boolean);
+      else if (a === "--worlds") {
+        opts.worlds = value(i++, a).split(",").filter(Boolean);
+        for (const w of opts.worlds) if (!WORLDS.includes(w)) throw new Error(`--worlds: ${WORLDS.join(", ")}; got ${w}`);
+      } else if (a === "--scale") opts.scale = value(i++, a);
+      else if (a === "--profile") {
+        opts.profile = value(i++, a);
+        if (!PROFILES[opts.profile]) throw new Error(`--profile: ${Object.keys(PROFILES).join(" or ")}, got ${opts.profile}`);
+      } else if (a === "--var") {
+        const [k, ...v] = value(i++, a).split("=");
+        opts.oursVars[k] = v.join("=");
+      } else if (a === "--json") opts.json = value(i++, a);
+      else throw new Error(`unknown option ${a}`);
+    }
+  } catch (err) {
+    console.error(`${err.message}\nusage: node scripts/bench.mjs io [--client 0.3|0.4|both] [--only seq,par,refuse] [--worlds ours,reference,local] [--scale full|small] [--profile beta42] [--var K=V] [--json out.json]`);
+    return 2;
+  }
+  const { writeFileSync } = await import("node:fs");
+  // The JSON is rewritten after every result, so a run cut short keeps what it measured.
+  const save = (res) => opts.json && writeFileSync(opts.json, JSON.stringify(res, null, 2));
+  const res = await ioBench({ ...opts, onResult: (_r, results) => save({ partial: true, date: new Date().toISOString(), results }) });
+  console.log(formatIo(res));
+  save(res);
+  return res.results.some((r) => r.errors.length) ? 1 : 0;
+}
