@@ -6,7 +6,8 @@
 //!   ceiling (`QUEUE_MAX_INFLIGHT`). It starts at the floor and doubles every 200 ms while
 //!   work waits and the deliveries running take longer than that (they wait on the outside
 //!   world: a burst of one-second steps reaches 128 at once in about a second, while an
-//!   app whose quick deliveries share its CPU is not flooded); an overload signal from the app ([`Signal::Overloaded`]: 429, a 5xx other than the
+//!   app whose quick deliveries share its CPU is not flooded); a refusal (429) sets it to
+//!   what the app was running when it refused; an overload signal from the app ([`Signal::Overloaded`]: 429, a 5xx other than the
 //!   runtime's `503 {timeoutSeconds}` wait, a transport error or timeout, or rising
 //!   latency: [`Latency`]) halves it,
 //!   at most once per round of deliveries (only a delivery started after the last cut can
@@ -175,6 +176,15 @@ impl Pace {
     /// How many deliveries may run at once now.
     pub fn limit(&self) -> usize {
         self.limit.floor() as usize
+    }
+
+    /// A 429: the app took the deliveries still running and refused this one, so it takes
+    /// about `in_flight` at once (those sent and not yet answered, this one left out). The
+    /// limit drops to that (never below the floor) at every refusal, and doubling waits.
+    pub fn refused(&mut self, in_flight: usize, now: i64) {
+        self.limit = self.limit.min(in_flight as f64).max(self.floor);
+        self.threshold = self.limit;
+        self.cut_at = Some(now);
     }
 
     /// Take one delivery's answer: its signal, and for a healthy one whether its kind's
@@ -390,6 +400,24 @@ mod tests {
         assert_eq!(p.limit(), 64);
         p.observe_answer(Signal::Healthy, false, 2, 3);
         assert_eq!(p.limit(), 64);
+    }
+
+    #[test]
+    fn a_refusal_sets_the_limit_to_what_the_app_was_running() {
+        let mut p = Pace::new(5, 128);
+        (0..4).for_each(|i| p.grow(i * GROW_AFTER_MS));
+        assert_eq!(p.limit(), 80);
+        // 40 sent, the app takes 20: the refusals come back while 39, 38, … 20 still run.
+        for in_flight in (20..40).rev() {
+            p.refused(in_flight, 1_000);
+        }
+        assert_eq!(p.limit(), 20);
+        p.grow(1_100);
+        assert_eq!(p.limit(), 20, "no doubling right after a refusal, nor past it");
+        p.grow(5_000);
+        assert_eq!(p.limit(), 20);
+        p.refused(0, 6_000);
+        assert_eq!(p.limit(), 5, "never below the floor");
     }
 
     #[test]

@@ -590,7 +590,13 @@ impl QueueObject {
         let kind = format!("{} {}", to_js_string(claimed.row.member("queueName")), to_js_string(claimed.row.member("pathname")));
         let rising = self.latency.borrow_mut().rising(&kind, now.saturating_sub(started));
         self.quiet_since.set(now);
-        self.pace.borrow_mut().observe_answer(signal_of(outcome), rising, started, now);
+        if let Outcome::Refused { .. } = outcome {
+            // Sent and not answered, this one left out.
+            let in_flight = self.live.borrow().len().saturating_sub(self.outbox.borrow().len() + 1);
+            self.pace.borrow_mut().refused(in_flight, now);
+        } else {
+            self.pace.borrow_mut().observe_answer(signal_of(outcome), rising, started, now);
+        }
         // Only a retry moves the alarm (earlier); the loop's next claim computes it exactly.
         let mut alarm = self.held_alarm();
         let settled = in_transaction(&self.storage, |s| {
