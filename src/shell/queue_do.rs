@@ -66,7 +66,7 @@ use crate::queue::driver::{
     self, LifecycleCache, QueueHost, HELD_METHOD, LEASE_METHOD, LIFECYCLE_METHOD, MISSING_RUNS_BINDING, REVOKE_METHOD,
 };
 use crate::queue::pace::{
-    courier_name, parse_courier_name, signal_of, Couriers, Latency, Pace, COURIER_SLOTS, DIRECT_SLOTS, GROW_AFTER_MS,
+    courier_name, parse_courier_name, signal_of, Couriers, Latency, Pace, Signal, COURIER_SLOTS, DIRECT_SLOTS, GROW_AFTER_MS,
 };
 use crate::queue::state::{INFLIGHT_PREFIX, LEGACY_INFLIGHT_PREFIX};
 use crate::queue::{self, Lifecycle};
@@ -588,14 +588,16 @@ impl QueueObject {
         let lifecycle = if action == Action::Ack { Lifecycle::unknown() } else { self.check_row(&claimed.row).await };
         let now = now_ms();
         let kind = format!("{} {}", to_js_string(claimed.row.member("queueName")), to_js_string(claimed.row.member("pathname")));
-        let rising = self.latency.borrow_mut().rising(&kind, now.saturating_sub(started));
+        // Only answers the app served count for latency (a refusal or an error comes back fast).
+        let signal = signal_of(outcome);
+        let rising = signal == Signal::Healthy && self.latency.borrow_mut().rising(&kind, now.saturating_sub(started));
         self.quiet_since.set(now);
         if let Outcome::Refused { .. } = outcome {
             // Sent and not answered, this one left out.
             let in_flight = self.live.borrow().len().saturating_sub(self.outbox.borrow().len() + 1);
             self.pace.borrow_mut().refused(in_flight, now);
         } else {
-            self.pace.borrow_mut().observe_answer(signal_of(outcome), rising, started, now);
+            self.pace.borrow_mut().observe_answer(signal, rising, started, now);
         }
         // Only a retry moves the alarm (earlier); the loop's next claim computes it exactly.
         let mut alarm = self.held_alarm();
