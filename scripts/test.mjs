@@ -186,7 +186,31 @@ if (built && !files.length && !flag("--skip-conformance")) {
   });
 }
 
-// 6. small forms of the I/O and DevKit benches (issue #45, #47): every run completes,
+// 6. the DevKit web UI in headless Chromium through both clients (issue #46); says SKIP
+// plainly where no Chromium is installed (.ci/run installs Debian's).
+if (built && !files.length && !flag("--skip-conformance")) {
+  await phase("web UI", async () => {
+    const r = await run(process.execPath, [join(ROOT, "tests", "conformance", "web-ui-run.mjs")], { capture: true });
+    if (/^web: SKIP/m.test(r.out)) {
+      skipped += 1;
+      return { ok: r.code === 0, detail: "SKIP: no Chromium installed (apt-get install chromium)" };
+    }
+    let p = 0;
+    let f = 0;
+    let n = 0;
+    for (const m of r.out.matchAll(/^(web [^:\n]+): (\d+) passed, (\d+) failed/gm)) {
+      n++;
+      p += Number(m[2]);
+      f += Number(m[3]);
+    }
+    if (r.code !== 0 && f === 0) f += 1;
+    passed += p;
+    failed += f;
+    return { ok: r.code === 0 && n > 0, detail: `${p} passed, ${f} failed (${n} client runs)` };
+  });
+}
+
+// 7. small forms of the I/O and DevKit benches (issue #45, #47): every run completes,
 // deliveries run together within the platform's connection limit, every scenario measures.
 if (built && !files.length && !flag("--skip-conformance")) {
   await phase("benches", async () => {
