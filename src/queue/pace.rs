@@ -4,15 +4,15 @@
 //!
 //! * [`Pace`]: the shard's concurrency limit, between a floor (`QUEUE_MIN_INFLIGHT`) and a
 //!   ceiling (`QUEUE_MAX_INFLIGHT`). It starts at the floor and doubles every 200 ms while
-//!   work waits and the deliveries running take longer than that (they wait on the outside
-//!   world: a burst of one-second steps reaches 128 at once in about a second, while an
-//!   app whose quick deliveries share its CPU is not flooded); a refusal (429) sets it to
+//!   work waits and the oldest delivery running has run longer than that (they wait on the
+//!   outside world: a burst of one-second steps reaches 128 at once in about a second,
+//!   while an app whose quick deliveries share its CPU stays at the floor, as the
+//!   reference runs it); a refusal (429) sets it to
 //!   what the app was running when it refused; an overload signal from the app ([`Signal::Overloaded`]: 429, a 5xx other than the
 //!   runtime's `503 {timeoutSeconds}` wait, a transport error or timeout, or rising
 //!   latency: [`Latency`]) halves it,
 //!   at most once per round of deliveries (only a delivery started after the last cut can
-//!   cut again), and each healthy answer grows it by `1/limit` (one per round), back up to
-//!   the ceiling.
+//!   cut again); doubling resumes past a cut's level 10 s after it.
 //! * [`Couriers`]: which courier invocations are awake. On Cloudflare one invocation has
 //!   at most [`PLATFORM_CONNECTIONS`] outgoing connections waiting for response headers,
 //!   and a delivery waits for headers as long as the app runs the workflow, so the shard
@@ -96,8 +96,11 @@ pub struct Pace {
     grown_at: Option<i64>,
 }
 
-/// How long deliveries run, with work waiting, before the limit doubles ([`Pace::grow`]).
+/// How long the oldest delivery running has run, with work waiting, before the limit
+/// doubles ([`Pace::grow`]).
 pub const GROW_AFTER_MS: i64 = 200;
+/// How long after a cut the limit may double past what the cut left.
+pub const PROBE_AFTER_MS: i64 = 10_000;
 
 /// Latency samples kept per kind of delivery ([`Latency`]).
 const RECENT: usize = 8;
@@ -107,9 +110,11 @@ const MAX_KINDS: usize = 256;
 /// Rising latency, per kind of delivery (its queue name and path: one workflow's flow or
 /// step deliveries): the app is overloaded when even the fastest of the last [`RECENT`]
 /// answers of a kind took more than four times, and 250 ms more than, the fastest ever
-/// seen of that kind. A CPU-bound app whose deliveries share its cores slows every
-/// delivery down as more run at once; steps that wait on the outside world take as long
-/// at any concurrency, and a kind whose answers vary keeps fast ones among its recent.
+/// seen of that kind (2xx answers only, as the shell feeds it: a refusal or the runtime's
+/// `503` wait comes back in milliseconds). A CPU-bound app whose deliveries share its cores
+/// slows every delivery down as more run at once; steps that wait on the outside world take
+/// as long at any concurrency, and a kind whose answers vary keeps fast ones among its
+/// recent.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Latency {
     kinds: Vec<Kind>,
@@ -161,12 +166,16 @@ impl Pace {
         Pace { limit: floor, floor, ceiling, threshold: ceiling, cut_at: None, grown_at: None }
     }
 
-    /// Work waits and the deliveries running have run for [`GROW_AFTER_MS`] without a
-    /// sign of overload: they wait on something outside the app's CPU, so double the limit
-    /// (at most once per [`GROW_AFTER_MS`], and only up to the threshold the last cut set;
-    /// past it the limit grows by the healthy answers alone).
+    /// Work waits and the oldest delivery running has run for [`GROW_AFTER_MS`]: the
+    /// deliveries wait on something outside the app's CPU, so double the limit (at most
+    /// once per [`GROW_AFTER_MS`], not within that of a cut, and only up to what the last
+    /// cut left until [`PROBE_AFTER_MS`] after it).
     pub fn grow(&mut self, now: i64) {
         let since = |at: Option<i64>| at.is_none_or(|t| now.saturating_sub(t) >= GROW_AFTER_MS);
+        // Long after the last cut, probe past it again.
+        if self.cut_at.is_some_and(|cut| now.saturating_sub(cut) >= PROBE_AFTER_MS) {
+            self.threshold = self.ceiling;
+        }
         if self.limit < self.threshold && since(self.grown_at) && since(self.cut_at) {
             self.limit = (self.limit * 2.0).min(self.threshold).min(self.ceiling);
             self.grown_at = Some(now);
@@ -198,7 +207,9 @@ impl Pace {
     /// it was answered.
     pub fn observe(&mut self, signal: Signal, started: i64, now: i64) {
         match signal {
-            Signal::Healthy => self.limit = (self.limit + 1.0 / self.limit).min(self.ceiling),
+            // Growth is [`Pace::grow`]'s: more answers per second of quick deliveries ask
+            // nothing more of the app's CPU than it serves now.
+            Signal::Healthy => {}
             Signal::Overloaded => {
                 if self.cut_at.is_none_or(|cut| started >= cut) {
                     self.limit = (self.limit * CUT).max(self.floor);
@@ -318,21 +329,26 @@ mod tests {
             p.observe(Signal::Overloaded, t, t + 10);
         }
         assert_eq!(p.limit(), 5, "never below the floor");
-        // Healthy answers grow it by about one per round of `limit` answers.
-        for _ in 0..6 {
+        // Healthy answers alone do not grow it; doubling stops at what the last cut left
+        // until 10 s after it, then probes on.
+        for _ in 0..1000 {
             p.observe(Signal::Healthy, 500, 600);
         }
-        assert_eq!(p.limit(), 6);
-        for _ in 0..100_000 {
-            p.observe(Signal::Healthy, 500, 600);
-        }
-        assert_eq!(p.limit(), 128, "never above the ceiling");
-        // After a cut, doubling stops at what the cut left; healthy answers grow it.
-        p.observe(Signal::Overloaded, 10_000, 10_000);
+        assert_eq!(p.limit(), 5);
+        p.grow(5_000);
+        assert_eq!(p.limit(), 5, "the cut left 5");
+        let probed: Vec<usize> = (0..7)
+            .map(|i| {
+                p.grow(10_210 + i * GROW_AFTER_MS);
+                p.limit()
+            })
+            .collect();
+        assert_eq!(probed, [10, 20, 40, 80, 128, 128, 128], "never above the ceiling");
+        p.observe(Signal::Overloaded, 20_000, 20_000);
         assert_eq!(p.limit(), 64);
-        p.grow(20_000);
+        p.grow(20_500);
         assert_eq!(p.limit(), 64);
-        p.observe(Signal::Neutral, 700, 800);
+        p.observe(Signal::Neutral, 20_600, 20_700);
         assert_eq!(p.limit(), 64);
         // A floor above the ceiling is the ceiling.
         let mut q = Pace::new(50, 10);
@@ -349,21 +365,23 @@ mod tests {
         let mut now = 0i64;
         let mut refused = 0;
         for _ in 0..200 {
-            // One round: work waits, so it may double; `limit` deliveries started now,
-            // those past 20 refused.
+            // One round: work waits and runs long, so it may double; `limit` deliveries
+            // started now, those past 20 refused while the first 20 run.
             p.grow(now);
             let limit = p.limit();
-            let started = now;
             now += 100;
             for i in 0..limit {
-                let signal = if i < 20 { Signal::Healthy } else { Signal::Overloaded };
-                refused += usize::from(signal == Signal::Overloaded);
-                p.observe(signal, started, now);
+                if i < 20 {
+                    p.observe(Signal::Healthy, now - 100, now);
+                } else {
+                    refused += 1;
+                    p.refused(20, now);
+                }
             }
         }
-        assert!(p.limit() <= 21, "settled at {}", p.limit());
-        assert!(p.limit() >= 10, "settled at {}", p.limit());
-        assert!(refused < 200 * 20, "refusals go on only while it finds the level: {refused}");
+        assert_eq!(p.limit(), 20, "settled at {}", p.limit());
+        // A probe every 10 s (20 refusals each): 20 s of rounds, two probes.
+        assert!(refused <= 3 * 108, "refusals only while it finds the level and when it probes: {refused}");
     }
 
     #[test]

@@ -66,7 +66,7 @@ use crate::queue::driver::{
     self, LifecycleCache, QueueHost, HELD_METHOD, LEASE_METHOD, LIFECYCLE_METHOD, MISSING_RUNS_BINDING, REVOKE_METHOD,
 };
 use crate::queue::pace::{
-    courier_name, parse_courier_name, signal_of, Couriers, Latency, Pace, Signal, COURIER_SLOTS, DIRECT_SLOTS, GROW_AFTER_MS,
+    courier_name, parse_courier_name, signal_of, Couriers, Latency, Pace, COURIER_SLOTS, DIRECT_SLOTS, GROW_AFTER_MS,
 };
 use crate::queue::state::{INFLIGHT_PREFIX, LEGACY_INFLIGHT_PREFIX};
 use crate::queue::{self, Lifecycle};
@@ -229,9 +229,10 @@ pub struct QueueObject {
     latency: RefCell<Latency>,
     /// Whether the last claim took all the pace allowed (more work may wait).
     backlog: Cell<bool>,
-    /// When a delivery last answered (or the loop started): deliveries running with no
-    /// answer for [`GROW_AFTER_MS`] while work waits let the pace double.
-    quiet_since: Cell<i64>,
+    /// When each delivery this instance runs itself was sent, by lease (with the loans'
+    /// `started`, the oldest delivery running: the pace doubles while it is older than
+    /// [`GROW_AFTER_MS`] and work waits).
+    sent_at: RefCell<HashMap<String, i64>>,
     /// Which couriers are awake.
     couriers: RefCell<Couriers>,
     /// Claimed deliveries waiting for a courier (or a free direct slot).
@@ -588,10 +589,11 @@ impl QueueObject {
         let lifecycle = if action == Action::Ack { Lifecycle::unknown() } else { self.check_row(&claimed.row).await };
         let now = now_ms();
         let kind = format!("{} {}", to_js_string(claimed.row.member("queueName")), to_js_string(claimed.row.member("pathname")));
-        // Only answers the app served count for latency (a refusal or an error comes back fast).
+        // Only work the app did counts for latency (2xx): a refusal, an error or the
+        // runtime's `503 {timeoutSeconds}` wait comes back in milliseconds.
         let signal = signal_of(outcome);
-        let rising = signal == Signal::Healthy && self.latency.borrow_mut().rising(&kind, now.saturating_sub(started));
-        self.quiet_since.set(now);
+        let served = matches!(outcome, Outcome::Response { status: 200..=299, .. });
+        let rising = served && self.latency.borrow_mut().rising(&kind, now.saturating_sub(started));
         if let Outcome::Refused { .. } = outcome {
             // Sent and not answered, this one left out.
             let in_flight = self.live.borrow().len().saturating_sub(self.outbox.borrow().len() + 1);
@@ -628,7 +630,9 @@ impl QueueObject {
         let post =
             Post { url: &request.url, headers: request.headers.iter().map(|(k, v)| (*k, v.as_str())).collect(), body: &request.body };
         let started = now_ms();
+        self.sent_at.borrow_mut().insert(claimed.lease.clone(), started);
         let outcome = send(&self.gate, &post, timeout).await;
+        self.sent_at.borrow_mut().remove(&claimed.lease);
         self.settle_outcome(&claimed, started, &outcome).await;
         drop(guard);
     }
@@ -755,7 +759,6 @@ impl QueueObject {
         if from_alarm {
             self.durable.set(None);
         }
-        self.quiet_since.set(started);
         loop {
             let can_claim = now_ms().saturating_sub(started) < CLAIM_BUDGET_MS && delivered < MAX_DELIVERIES_PER_ALARM;
             let idle = |running: usize| running == 0 && self.outbox.borrow().is_empty() && self.lent.borrow().is_empty();
@@ -805,10 +808,11 @@ impl QueueObject {
             if idle(running.len()) {
                 break;
             }
-            // Work waits and what runs has not answered for a while: it waits on the
+            // Work waits and the oldest delivery running has run a while: they wait on the
             // outside world, so the pace may double (the next pass claims the room).
             let growing = self.backlog.get() && can_claim;
-            if growing && now_ms().saturating_sub(self.quiet_since.get()) >= GROW_AFTER_MS {
+            let oldest = self.sent_at.borrow().values().chain(self.lent.borrow().values().map(|l| &l.started)).copied().min();
+            if growing && oldest.is_some_and(|at| now_ms().saturating_sub(at) >= GROW_AFTER_MS) {
                 self.pace.borrow_mut().grow(now_ms());
             }
             // Wait for a delivery to settle, a kick (an enqueue, a courier's report), or
@@ -867,7 +871,7 @@ impl QueueObject {
             pace: RefCell::new(Pace::new(cfg.queue_min_inflight, cfg.max_inflight().unwrap_or(1))),
             latency: RefCell::new(Latency::default()),
             backlog: Cell::new(false),
-            quiet_since: Cell::new(0),
+            sent_at: RefCell::new(HashMap::new()),
             couriers: RefCell::new(Couriers::default()),
             outbox: RefCell::new(VecDeque::new()),
             lent: RefCell::new(HashMap::new()),
