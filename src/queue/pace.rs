@@ -106,12 +106,16 @@ pub const PROBE_AFTER_MS: i64 = 10_000;
 const RECENT: usize = 8;
 /// Kinds of delivery tracked at most (a new kind past this replaces the oldest one).
 const MAX_KINDS: usize = 256;
+/// Answers per kind the usual latency is taken from ([`Latency`]).
+const HISTORY: usize = 64;
 
 /// Rising latency, per kind of delivery (its queue name and path: one workflow's flow or
 /// step deliveries): the app is overloaded when even the fastest of the last [`RECENT`]
-/// answers of a kind took more than four times, and 250 ms more than, the fastest ever
-/// seen of that kind (2xx answers only, as the shell feeds it: a refusal or the runtime's
-/// `503` wait comes back in milliseconds). A CPU-bound app whose deliveries share its cores
+/// answers of a kind took more than four times, and 250 ms more than, its usual quick
+/// answer: the first quartile of its last [`HISTORY`] (2xx answers only, as the shell feeds
+/// it: a refusal or the runtime's `503` wait comes back in milliseconds). A quartile, not
+/// the fastest: a workflow whose flow deliveries run its steps inline (seconds) and now and
+/// then find the run busy (milliseconds) is not slowing down. A CPU-bound app whose deliveries share its cores
 /// slows every delivery down as more run at once; steps that wait on the outside world take
 /// as long at any concurrency, and a kind whose answers vary keeps fast ones among its
 /// recent.
@@ -123,7 +127,8 @@ pub struct Latency {
 #[derive(Debug, Clone, PartialEq)]
 struct Kind {
     key: String,
-    fastest: i64,
+    /// The last [`HISTORY`] answers, oldest first.
+    history: std::collections::VecDeque<i64>,
     recent: Vec<i64>,
     next: usize,
 }
@@ -138,12 +143,15 @@ impl Latency {
                 if self.kinds.len() >= MAX_KINDS {
                     self.kinds.remove(0);
                 }
-                self.kinds.push(Kind { key: key.to_string(), fastest: ms, recent: Vec::new(), next: 0 });
+                self.kinds.push(Kind { key: key.to_string(), history: Default::default(), recent: Vec::new(), next: 0 });
                 self.kinds.len() - 1
             }
         };
         let kind = &mut self.kinds[at];
-        kind.fastest = kind.fastest.min(ms);
+        if kind.history.len() == HISTORY {
+            kind.history.pop_front();
+        }
+        kind.history.push_back(ms);
         if kind.recent.len() < RECENT {
             kind.recent.push(ms);
         } else {
@@ -151,7 +159,11 @@ impl Latency {
         }
         kind.next = (kind.next + 1) % RECENT;
         let fastest_recent = kind.recent.iter().copied().min().unwrap_or(ms);
-        kind.recent.len() == RECENT && fastest_recent > (kind.fastest * 4).max(kind.fastest + 250)
+        // The kind's usual quick answer: the first quartile of its history.
+        let mut sorted: Vec<i64> = kind.history.iter().copied().collect();
+        sorted.sort_unstable();
+        let usual = sorted.get(sorted.len() / 4).copied().unwrap_or(ms);
+        kind.recent.len() == RECENT && fastest_recent > (usual * 4).max(usual + 250)
     }
 }
 
@@ -399,6 +411,11 @@ mod tests {
         assert_eq!(slow, [false, false, false, false, false, false, false, true], "rising once the last 8 are all slow");
         // One fast answer among the recent ones: not rising.
         assert!(!l.rising("__wkf_workflow_par step", 20));
+        // Mostly long answers with a short one now and then (even the first): not rising.
+        assert!(!l.rising("__wkf_workflow_inline flow", 30));
+        for i in 0..100 {
+            assert!(!l.rising("__wkf_workflow_inline flow", if i % 13 == 0 { 30 } else { 3000 }), "answer {i}");
+        }
         // Kinds are separate: a slow flow does not make steps rise.
         for _ in 0..8 {
             assert!(!l.rising("__wkf_workflow_seq flow", 3000));
