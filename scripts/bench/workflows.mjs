@@ -30,43 +30,26 @@ import {
   selectWorkloads,
   traceWorkload,
 } from "../../tests/conformance/bench/workflows.mjs";
-import { CLIENTS, PROFILES } from "../../tests/conformance/lib/profile.mjs";
+import { CLIENTS } from "../../tests/conformance/lib/profile.mjs";
+import { clientsArg, flagValue, positiveInt, profileArg, varArg } from "./args.mjs";
 
 export const DEFAULTS = Object.freeze({ runs: 3, rounds: 3 });
 
 export function parseWorkflowArgs(argv) {
   const opts = { clients: Object.keys(CLIENTS), ...DEFAULTS, traceRuns: 5, only: null, profile: "beta42", counts: true, json: null, trace: null, oursVars: {} };
-  const value = (i, flag) => {
-    if (i + 1 >= argv.length || argv[i + 1].startsWith("--")) throw new Error(`${flag} needs a value`);
-    return argv[i + 1];
-  };
-  const int = (s, flag) => {
-    const n = Number(s);
-    if (!Number.isInteger(n) || n < 1) throw new Error(`${flag} needs a positive integer, got ${s}`);
-    return n;
-  };
+  const value = (i, flag) => flagValue(argv, i, flag);
+  const int = positiveInt;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
-    if (a === "--client") {
-      const c = value(i++, a);
-      if (c === "both") opts.clients = Object.keys(CLIENTS);
-      else if (CLIENTS[c]) opts.clients = [c];
-      else throw new Error(`--client: 0.3, 0.4 or both, got ${c}`);
-    } else if (a === "--runs") opts.runs = opts.traceRuns = int(value(i++, a), a);
+    if (a === "--client") opts.clients = clientsArg(value(i++, a));
+    else if (a === "--runs") opts.runs = opts.traceRuns = int(value(i++, a), a);
     else if (a === "--rounds") opts.rounds = int(value(i++, a), a);
     else if (a === "--only") opts.only = value(i++, a).split(",").filter(Boolean);
-    else if (a === "--profile") {
-      opts.profile = value(i++, a);
-      if (!PROFILES[opts.profile]) throw new Error(`--profile: ${Object.keys(PROFILES).join(" or ")}, got ${opts.profile}`);
-    } else if (a === "--no-counts") opts.counts = false;
+    else if (a === "--profile") opts.profile = profileArg(value(i++, a));
+    else if (a === "--no-counts") opts.counts = false;
     else if (a === "--json") opts.json = value(i++, a);
     else if (a === "--trace") opts.trace = value(i++, a);
-    else if (a === "--var") {
-      const kv = value(i++, a);
-      const eq = kv.indexOf("=");
-      if (eq < 1) throw new Error(`--var needs NAME=VALUE, got ${kv}`);
-      opts.oursVars[kv.slice(0, eq)] = kv.slice(eq + 1);
-    }
+    else if (a === "--var") varArg(value(i++, a), opts.oursVars);
     else throw new Error(`unknown option ${a}`);
   }
   selectWorkloads(opts.only); // throws on an unknown name

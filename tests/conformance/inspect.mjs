@@ -40,14 +40,16 @@ await world.close?.();
 process.exit(0);
 `;
 
-class Check extends Error {}
-function assert(cond, msg) {
+/** A failed check (its message is the report; anything else thrown is reported with its stack). */
+export class Check extends Error {}
+export function assert(cond, msg) {
   if (!cond) throw new Check(msg);
 }
-function eq(actual, expected, msg) {
+/** Equal as JSON; the message shows both sides (800 characters of each). */
+export function eq(actual, expected, msg) {
   const a = JSON.stringify(actual);
   const e = JSON.stringify(expected);
-  if (a !== e) throw new Check(`${msg}: got ${a.slice(0, 600)}, expected ${e.slice(0, 600)}`);
+  if (a !== e) throw new Check(`${msg}: got ${a.slice(0, 800)}, expected ${e.slice(0, 800)}`);
 }
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const time = (x) => new Date(x).getTime();

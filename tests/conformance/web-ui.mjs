@@ -34,7 +34,7 @@ import { cpSync, existsSync, mkdirSync, readdirSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { cliRunner, FILE, INSPECT_WORKFLOWS, makeRuns } from "./inspect.mjs";
+import { assert, Check, cliRunner, eq, FILE, INSPECT_WORKFLOWS, makeRuns } from "./inspect.mjs";
 import { startApp } from "./lib/app.mjs";
 import { buildApp, node22 } from "./lib/profile.mjs";
 import { profileDir, startServer } from "./lib/workers.mjs";
@@ -67,15 +67,6 @@ export function buildWebApp(profile) {
   return buildApp(profile, APP_NAME, { template: null, workflowsDir: src });
 }
 
-class Check extends Error {}
-function assert(cond, msg) {
-  if (!cond) throw new Check(msg);
-}
-function eq(actual, expected, msg) {
-  const a = JSON.stringify(actual);
-  const e = JSON.stringify(expected);
-  if (a !== e) throw new Check(`${msg}: got ${a.slice(0, 800)}, expected ${e.slice(0, 800)}`);
-}
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 function freePort() {

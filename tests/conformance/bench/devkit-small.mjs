@@ -11,6 +11,7 @@
 
 import { CLIENTS } from "../lib/profile.mjs";
 import { devkitBench, formatDevkit, problems } from "./devkit.mjs";
+import { checks } from "./checks.mjs";
 
 const i = process.argv.indexOf("--client");
 const arg = i > 0 ? process.argv[i + 1] : "both";
@@ -20,13 +21,8 @@ if (!clients.every((c) => CLIENTS[c])) {
   process.exit(2);
 }
 
-let passed = 0;
-let failed = 0;
-function check(name, ok, detail) {
-  if (ok) passed++;
-  else failed++;
-  console.log(`${ok ? "ok" : "FAIL"} - ${name}${detail ? ` (${detail})` : ""}`);
-}
+const checked = checks("devkit-small");
+const check = checked.check;
 
 let res;
 try {
@@ -46,7 +42,6 @@ if (res) {
       check(`client ${c.version}: ${s.name} (${s.label}): every run completed and gave its figures`, mineHere.length === 0 && st?.runs > 0 && st.failed === 0, mineHere.join("; ") || figures);
     }
   }
-  if (failed) console.log(formatDevkit(res));
+  if (checked.failed) console.log(formatDevkit(res));
 }
-console.log(`devkit-small: ${passed} passed, ${failed} failed`);
-process.exit(failed ? 1 : 0);
+checked.finish();

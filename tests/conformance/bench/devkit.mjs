@@ -44,6 +44,7 @@ import { hostCpu, stealPct } from "../../../scripts/bench/proc.mjs";
 import { percentile } from "../../../scripts/bench/stats.mjs";
 import { startApp } from "../lib/app.mjs";
 import { buildApp, CLIENTS, ensureProfile, PROFILES } from "../lib/profile.mjs";
+import { clientsArg, flagValue, positiveInt, profileArg, varArg } from "../../../scripts/bench/args.mjs";
 import { profileDir, startServer } from "../lib/workers.mjs";
 
 export const WORKFLOWS_DIR = fileURLToPath(new URL("./workflows", import.meta.url));
@@ -500,23 +501,12 @@ const USAGE =
 
 export function parseDevkitArgs(argv) {
   const opts = { clients: Object.keys(CLIENTS), worlds: DEFAULT_WORLDS, scale: "full", only: undefined, profile: "beta42", oursVars: {}, json: null };
-  const value = (i, flag) => {
-    if (i + 1 >= argv.length || argv[i + 1].startsWith("--")) throw new Error(`${flag} needs a value`);
-    return argv[i + 1];
-  };
-  const int = (s, flag) => {
-    const n = Number(s);
-    if (!Number.isInteger(n) || n < 1) throw new Error(`${flag} needs a positive integer, got ${s}`);
-    return n;
-  };
+  const value = (i, flag) => flagValue(argv, i, flag);
+  const int = positiveInt;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
-    if (a === "--client") {
-      const c = value(i++, a);
-      if (c === "both") opts.clients = Object.keys(CLIENTS);
-      else if (CLIENTS[c]) opts.clients = [c];
-      else throw new Error(`--client: 0.3, 0.4 or both, got ${c}`);
-    } else if (a === "--worlds") {
+    if (a === "--client") opts.clients = clientsArg(value(i++, a));
+    else if (a === "--worlds") {
       opts.worlds = value(i++, a).split(",").filter(Boolean);
       for (const w of opts.worlds) if (!WORLDS[w]) throw new Error(`--worlds: ${Object.keys(WORLDS).join(", ")}; got ${w}`);
     } else if (a === "--only") {
@@ -531,14 +521,9 @@ export function parseDevkitArgs(argv) {
     else if (a === "--so-runs") opts.soRuns = int(value(i++, a), a);
     else if (a === "--seq-runs") opts.seqRuns = int(value(i++, a), a);
     else if (a === "--steps") opts.steps = int(value(i++, a), a);
-    else if (a === "--profile") {
-      opts.profile = value(i++, a);
-      if (!PROFILES[opts.profile]) throw new Error(`--profile: ${Object.keys(PROFILES).join(" or ")}, got ${opts.profile}`);
-    } else if (a === "--var") {
-      const [k, ...v] = value(i++, a).split("=");
-      if (!k) throw new Error("--var needs NAME=VALUE");
-      opts.oursVars[k] = v.join("=");
-    } else if (a === "--json") opts.json = value(i++, a);
+    else if (a === "--profile") opts.profile = profileArg(value(i++, a));
+    else if (a === "--var") varArg(value(i++, a), opts.oursVars);
+    else if (a === "--json") opts.json = value(i++, a);
     else if (a === "--help" || a === "-h") throw new Error("");
     else throw new Error(`unknown option ${a}`);
   }

@@ -19,6 +19,7 @@
 
 import { CLIENTS } from "../lib/profile.mjs";
 import { ioBench, MAX_CONNECTIONS, REFERENCE_INFLIGHT, SCALES, sequentialAt } from "./io.mjs";
+import { checks } from "./checks.mjs";
 
 const i = process.argv.indexOf("--client");
 const client = i > 0 ? process.argv[i + 1] : "0.4";
@@ -29,13 +30,8 @@ if (!CLIENTS[client]) {
 
 const s = SCALES.small[0];
 const wave = s.steps * s.ms; // one wave of five-at-a-time: a workflow's steps
-let passed = 0;
-let failed = 0;
-function check(name, ok, detail) {
-  if (ok) passed++;
-  else failed++;
-  console.log(`${ok ? "ok" : "FAIL"} - ${name}${detail ? ` (${detail})` : ""}`);
-}
+const checked = checks("io-small");
+const check = checked.check;
 
 let r;
 try {
@@ -60,5 +56,4 @@ if (r) {
     check(`no queue object had more than ${MAX_CONNECTIONS} connections waiting for headers`, r.peakConnections <= MAX_CONNECTIONS, `peakConnections ${r.peakConnections}; shard ${JSON.stringify(r.shard)}`);
   }
 }
-console.log(`io-small: ${passed} passed, ${failed} failed`);
-process.exit(failed ? 1 : 0);
+checked.finish();

@@ -37,6 +37,7 @@ import { percentile } from "../../../scripts/bench/stats.mjs";
 import { rpc } from "../../lib/rpc.mjs";
 import { startApp } from "../lib/app.mjs";
 import { buildApp, CLIENTS, ensureProfile, PROFILES } from "../lib/profile.mjs";
+import { clientsArg, flagValue, profileArg, varArg } from "../../../scripts/bench/args.mjs";
 import { startServer } from "../lib/workers.mjs";
 
 export const WORKFLOWS_DIR = fileURLToPath(new URL("./workflows", import.meta.url));
@@ -538,30 +539,19 @@ export function formatIo(res) {
 /** npm run bench -- io [--client 0.3|0.4|both] [--only seq,par,refuse] [--worlds ours,reference,local] [--scale small|full] [--profile beta42] [--json out.json] */
 export async function main(argv) {
   const opts = { clients: ["0.4"], scale: "full", scenarios: undefined, worlds: undefined, profile: "beta42", json: null, oursVars: {} };
-  const value = (i, flag) => {
-    if (i + 1 >= argv.length) throw new Error(`${flag} needs a value`);
-    return argv[i + 1];
-  };
+  const value = (i, flag) => flagValue(argv, i, flag);
   try {
     for (let i = 0; i < argv.length; i++) {
       const a = argv[i];
-      if (a === "--client") {
-        const c = value(i++, a);
-        if (c === "both") opts.clients = Object.keys(CLIENTS);
-        else if (CLIENTS[c]) opts.clients = [c];
-        else throw new Error(`--client: 0.3, 0.4 or both, got ${c}`);
-      } else if (a === "--only") opts.scenarios = value(i++, a).split(",").filter(Boolean);
+      if (a === "--client") opts.clients = clientsArg(value(i++, a));
+      else if (a === "--only") opts.scenarios = value(i++, a).split(",").filter(Boolean);
       else if (a === "--worlds") {
         opts.worlds = value(i++, a).split(",").filter(Boolean);
         for (const w of opts.worlds) if (!WORLDS.includes(w)) throw new Error(`--worlds: ${WORLDS.join(", ")}; got ${w}`);
       } else if (a === "--scale") opts.scale = value(i++, a);
-      else if (a === "--profile") {
-        opts.profile = value(i++, a);
-        if (!PROFILES[opts.profile]) throw new Error(`--profile: ${Object.keys(PROFILES).join(" or ")}, got ${opts.profile}`);
-      } else if (a === "--var") {
-        const [k, ...v] = value(i++, a).split("=");
-        opts.oursVars[k] = v.join("=");
-      } else if (a === "--json") opts.json = value(i++, a);
+      else if (a === "--profile") opts.profile = profileArg(value(i++, a));
+      else if (a === "--var") varArg(value(i++, a), opts.oursVars);
+      else if (a === "--json") opts.json = value(i++, a);
       else throw new Error(`unknown option ${a}`);
     }
   } catch (err) {
