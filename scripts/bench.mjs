@@ -29,9 +29,12 @@
 //
 //   node scripts/bench.mjs workflows [--client 0.3|0.4|both] [--runs N] [--rounds R]
 //        [--only w1,w2] [--profile beta42] [--no-counts] [--json out.json] [--trace W]
+//        [--baseline REV]
 //                                           the Workflow DevKit's standard benchmark through
 //                                           the real clients and runtime, ours and the
-//                                           reference worker alternating; see
+//                                           reference worker alternating (with --baseline,
+//                                           another build of ours too: a git revision, built
+//                                           once under target/baselines/); see
 //                                           scripts/bench/workflows.mjs
 //
 //   node scripts/bench.mjs io [--client 0.3|0.4|both] [--only seq,par,refuse]

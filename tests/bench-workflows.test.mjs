@@ -6,12 +6,13 @@
 // About 40 s.
 
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { test } from "node:test";
+import { resolveBaseline, wranglerVars } from "../scripts/bench/baseline.mjs";
 import { parseWorkflowArgs } from "../scripts/bench/workflows.mjs";
-import { analyzeTrace, checkRun, formatReport, runBench, selectWorkloads, traceWorkload } from "./conformance/bench/workflows.mjs";
+import { analyzeTrace, checkRun, formatReport, runBench, selectWorkloads, serverOrder, traceWorkload } from "./conformance/bench/workflows.mjs";
 import { formatWire, runWireBench, WIRE_WORKLOADS } from "./conformance/bench/wire.mjs";
-import { SCRIPT_PATH } from "./lib/harness.mjs";
+import { ROOT, SCRIPT_PATH } from "./lib/harness.mjs";
 
 const built = existsSync(SCRIPT_PATH);
 const quiet = () => {};
@@ -68,6 +69,39 @@ test("workflow bench: options", () => {
   assert.deepEqual(parseWorkflowArgs([]).oursVars, {}, "both workers in their default configuration");
   assert.deepEqual(parseWorkflowArgs(["--var", "WORKFLOW_CORRELATION_INDEX=off", "--var", "A=b=c"]).oursVars, { WORKFLOW_CORRELATION_INDEX: "off", A: "b=c" });
   assert.throws(() => parseWorkflowArgs(["--var", "=x"]), /NAME=VALUE/);
+  assert.equal(parseWorkflowArgs(["--baseline", "9a66e42"]).baseline, "9a66e42");
+  assert.throws(() => parseWorkflowArgs(["--baseline"]), /needs a value/);
+});
+
+test("workflow bench: server order — two alternate, three take every place alike", () => {
+  assert.deepEqual([0, 1, 2].map((r) => serverOrder(["ours", "reference"], r, 0)), [["ours", "reference"], ["reference", "ours"], ["ours", "reference"]]);
+  const kinds = ["ours", "reference", "baseline"];
+  const places = Object.fromEntries(kinds.map((k) => [k, [0, 0, 0]]));
+  for (let wi = 0; wi < 6; wi++) serverOrder(kinds, 0, wi).forEach((k, i) => places[k][i]++);
+  for (const k of kinds) assert.deepEqual(places[k], [2, 2, 2], `${k} in each place twice over 6 workloads`);
+  assert.deepEqual(serverOrder(kinds, 1, 2), serverOrder(kinds, 0, 3), "the next round starts one further on");
+});
+
+test("workflow bench: a baseline's variables are its wrangler.toml's [vars], secrets left out", () => {
+  const toml = '[vars]\nWORLD_SECRET = ""\nQUEUE_MAX_INFLIGHT = "5" # fixed\n# QUEUE_MIN_INFLIGHT = "9"\nA_B = "x=y"\n\n[triggers]\ncrons = ["*/10 * * * *"]\n';
+  assert.deepEqual(wranglerVars(toml), { QUEUE_MAX_INFLIGHT: "5", A_B: "x=y" });
+  assert.deepEqual(wranglerVars('name = "w"\n'), {});
+  const here = resolveBaseline(ROOT);
+  assert.equal(here.script, SCRIPT_PATH);
+  assert.deepEqual(here.vars, wranglerVars(readFileSync(`${ROOT}/wrangler.toml`, "utf8")));
+  assert.equal(here.vars.QUEUE_MAX_INFLIGHT, "128", "this checkout's ceiling");
+  assert.throws(() => resolveBaseline("no-such-revision-anywhere"), /neither a checkout directory .* nor a git revision/);
+});
+
+test("workflow bench: a baseline build runs beside ours and the reference", { skip: !built && "needs npm run build", timeout: 180_000 }, async () => {
+  const baseline = { label: "this build, fixed at 5", script: SCRIPT_PATH, vars: { QUEUE_MAX_INFLIGHT: "5", QUEUE_MIN_INFLIGHT: "5" }, commit: null };
+  const result = await runBench({ clients: ["0.3"], runs: 1, rounds: 1, workloads: selectWorkloads(["noSteps"]), baseline, log: quiet });
+  const s = result.clients["0.3"].workloads.noSteps;
+  for (const kind of ["ours", "reference", "baseline"]) assert.ok(s[kind].n === 1 && s[kind].medianMs > 0 && s[kind].cpuMsPerRun > 0, `${kind} ${JSON.stringify(s[kind])}`);
+  const report = formatReport(result);
+  assert.match(report, /# baseline: this build, fixed at 5, .*QUEUE_MAX_INFLIGHT=5/);
+  assert.match(report, /\| ours\/baseline \|/);
+  assert.match(report, /against the baseline: geometric mean of ours\/baseline \*\*\d+\.\d\d\*\*/);
 });
 
 test("trace analysis: start, end and steady steps", () => {

@@ -5,6 +5,7 @@
 //
 //   npm run bench -- workflows [--client 0.3|0.4|both] [--runs N] [--rounds R]
 //        [--only noSteps,seq10,…] [--profile beta42|beta55] [--no-counts] [--json out.json]
+//        [--baseline REV]
 //   npm run bench -- workflows --trace seq10 [--client 0.3|0.4|both] [--runs N] [--json out.json]
 //
 //   --runs N      runs of each workload on each server per round (default 3)
@@ -13,6 +14,10 @@
 //                 (default 3)
 //   --var K=V     set variable K of our worker to V (repeatable; e.g.
 //                 WORKFLOW_CORRELATION_INDEX=off); the reference keeps its defaults
+//   --baseline REV  also run another build of ours beside them, in the same rounds (a git
+//                 revision, checked out and built once under target/baselines/, or a built
+//                 checkout's directory; scripts/bench/baseline.mjs): per workload ours/baseline,
+//                 its geometric mean and server CPU — "no worse than before" in one run
 //   --no-counts   skip the counting pass (instrumented copies of both workers, one run of
 //                 each workload: object calls, storage rows, alarms)
 //   --trace W     traced runs of workload W on each server (--runs of them, default 5,
@@ -32,11 +37,12 @@ import {
 } from "../../tests/conformance/bench/workflows.mjs";
 import { CLIENTS } from "../../tests/conformance/lib/profile.mjs";
 import { clientsArg, flagValue, positiveInt, profileArg, varArg } from "./args.mjs";
+import { resolveBaseline } from "./baseline.mjs";
 
 export const DEFAULTS = Object.freeze({ runs: 3, rounds: 3 });
 
 export function parseWorkflowArgs(argv) {
-  const opts = { clients: Object.keys(CLIENTS), ...DEFAULTS, traceRuns: 5, only: null, profile: "beta42", counts: true, json: null, trace: null, oursVars: {} };
+  const opts = { clients: Object.keys(CLIENTS), ...DEFAULTS, traceRuns: 5, only: null, profile: "beta42", counts: true, json: null, trace: null, oursVars: {}, baseline: null };
   const value = (i, flag) => flagValue(argv, i, flag);
   const int = positiveInt;
   for (let i = 0; i < argv.length; i++) {
@@ -50,6 +56,7 @@ export function parseWorkflowArgs(argv) {
     else if (a === "--json") opts.json = value(i++, a);
     else if (a === "--trace") opts.trace = value(i++, a);
     else if (a === "--var") varArg(value(i++, a), opts.oursVars);
+    else if (a === "--baseline") opts.baseline = value(i++, a);
     else throw new Error(`unknown option ${a}`);
   }
   selectWorkloads(opts.only); // throws on an unknown name
@@ -65,7 +72,7 @@ export async function main(argv) {
   } catch (err) {
     console.error(`workflows: ${err.message}`);
     console.error(
-      "usage: npm run bench -- workflows [--client 0.3|0.4|both] [--runs N] [--rounds R] [--only w1,w2] [--profile beta42|beta55] [--var K=V] [--no-counts] [--json out.json]\n" +
+      "usage: npm run bench -- workflows [--client 0.3|0.4|both] [--runs N] [--rounds R] [--only w1,w2] [--profile beta42|beta55] [--var K=V] [--baseline REV] [--no-counts] [--json out.json]\n" +
         "       npm run bench -- workflows --trace WORKLOAD [--client 0.3|0.4|both] [--runs N] [--profile …] [--var K=V] [--json out.json]",
     );
     return 2;
@@ -83,7 +90,9 @@ export async function main(argv) {
       if (opts.json) writeFileSync(opts.json, JSON.stringify(traces, null, 1));
       return 0;
     }
+    const baseline = opts.baseline ? resolveBaseline(opts.baseline) : null;
     const result = await runBench({
+      baseline,
       clients: opts.clients,
       runs: opts.runs,
       rounds: opts.rounds,

@@ -202,10 +202,21 @@ export async function runBatch(side, w, n, { keepTrace = false } = {}) {
   return { runs, cpuMs };
 }
 
-/** Starts a server of `kind` and an app on it; `instrument` serves an instrumented copy. */
-async function startSide({ kind, client, profile, dir, instrument = false, check = checkRun, oursVars = {} }) {
-  const vars = kind === "ours" ? oursVars : {};
-  const server = await startServer({ server: kind, client, profile, vars, ...(instrument ? { wrapEntry: instrumentedEntry(profile) } : {}) });
+/**
+ * Starts a server of `kind` and an app on it; `instrument` serves an instrumented copy.
+ * `kind` "baseline" is another build of ours (`baseline`: {script, vars}, bench/baseline.mjs
+ * in scripts/) in its own deployment defaults.
+ */
+async function startSide({ kind, client, profile, dir, instrument = false, check = checkRun, oursVars = {}, baseline = null }) {
+  const vars = kind === "ours" ? oursVars : kind === "baseline" ? baseline.vars : {};
+  const server = await startServer({
+    server: kind === "baseline" ? "ours" : kind,
+    client,
+    profile,
+    vars,
+    ...(kind === "baseline" ? { script: baseline.script } : {}),
+    ...(instrument ? { wrapEntry: instrumentedEntry(profile) } : {}),
+  });
   let app;
   try {
     app = await startApp({ profile, dir, client, server });
@@ -264,12 +275,26 @@ function machineEnd(start) {
 }
 
 /**
+ * The order in which the servers run workload `wi` in round `r`: two alternate (A B, B A,
+ * …); three take the six orders in turn (three rotations, then three reversed), so over
+ * any six workloads each server runs first, second and last twice.
+ */
+export function serverOrder(kinds, r, wi) {
+  const v = r + wi;
+  const k = v % kinds.length;
+  const rotated = [...kinds.slice(k), ...kinds.slice(0, k)];
+  if (kinds.length === 2) return rotated;
+  return Math.floor(v / kinds.length) % 2 === 0 ? rotated : rotated.reverse();
+}
+
+/**
  * The bench. Options: clients (["0.3", "0.4"]), runs (per workload, server and round),
  * rounds, workloads (default WORKLOADS), profile ("beta42"), warmup (true), counts (false:
  * the instrumented pass), check (checkRun: (app, workload, runId) → run record), oursVars
  * (variables set on our worker only, e.g. {WORKFLOW_CORRELATION_INDEX: "off"}; default
- * none: both workers in their default configuration), log.
- * Returns {profile, runtime, clients: {client: {workloads: {name: {ours, reference}}, machine, counts}}, machine}.
+ * none: both workers in their default configuration), baseline (null, or another build of
+ * ours to run beside them, {label, script, vars, commit}: scripts/bench/baseline.mjs), log.
+ * Returns {profile, runtime, clients: {client: {workloads: {name: {ours, reference, baseline?}}, machine, counts}}, machine}.
  */
 export async function runBench({
   clients = ["0.3", "0.4"],
@@ -281,10 +306,21 @@ export async function runBench({
   counts = false,
   check = checkRun,
   oursVars = {},
+  baseline = null,
   log = (m) => console.error(m),
 } = {}) {
   const dir = benchApp(profile);
-  const result = { profile, runtime: PROFILES[profile].runtime, runs, rounds, oursVars, date: new Date().toISOString(), clients: {} };
+  const kinds = baseline ? [...SERVERS, "baseline"] : SERVERS;
+  const result = {
+    profile,
+    runtime: PROFILES[profile].runtime,
+    runs,
+    rounds,
+    oursVars,
+    ...(baseline ? { baseline: { label: baseline.label, commit: baseline.commit, script: baseline.script, vars: baseline.vars } } : {}),
+    date: new Date().toISOString(),
+    clients: {},
+  };
   const m0 = machineStart();
   for (const client of clients) {
     const c0 = machineStart();
@@ -292,18 +328,17 @@ export async function runBench({
     const skipped = workloads.filter((w) => w.skip?.[client]).map((w) => ({ name: w.name, reason: w.skip[client] }));
     const wls = workloads.filter((w) => !w.skip?.[client]);
     try {
-      for (const kind of SERVERS) sides[kind] = await startSide({ kind, client, profile, dir, check, oursVars });
+      for (const kind of kinds) sides[kind] = await startSide({ kind, client, profile, dir, check, oursVars, baseline });
       if (warmup) {
         log(`client ${CLIENTS[client]}: warm-up (one run of each workload on each server)`);
-        for (const w of wls) for (const kind of SERVERS) await runBatch(sides[kind], w, 1);
+        for (const w of wls) for (const kind of kinds) await runBatch(sides[kind], w, 1);
       }
       const per = {};
-      for (const w of wls) per[w.name] = { ours: { runs: [], cpuMs: 0 }, reference: { runs: [], cpuMs: 0 } };
+      for (const w of wls) per[w.name] = Object.fromEntries(kinds.map((k) => [k, { runs: [], cpuMs: 0 }]));
       for (let r = 0; r < rounds; r++) {
         log(`client ${CLIENTS[client]}: round ${r + 1}/${rounds}`);
         for (const [wi, w] of wls.entries()) {
-          const order = (r + wi) % 2 === 0 ? SERVERS : [...SERVERS].reverse();
-          for (const kind of order) {
+          for (const kind of serverOrder(kinds, r, wi)) {
             const b = await runBatch(sides[kind], w, runs);
             per[w.name][kind].runs.push(...b.runs);
             per[w.name][kind].cpuMs += b.cpuMs;
@@ -365,7 +400,7 @@ function stats(runs, cpuMs) {
 function summarize(per) {
   const out = {};
   for (const [name, sides] of Object.entries(per)) {
-    out[name] = { ours: stats(sides.ours.runs, sides.ours.cpuMs), reference: stats(sides.reference.runs, sides.reference.cpuMs) };
+    out[name] = Object.fromEntries(Object.entries(sides).map(([kind, s]) => [kind, stats(s.runs, s.cpuMs)]));
   }
   return out;
 }
@@ -400,19 +435,28 @@ export function formatReport(result) {
       `${result.rounds} round(s) × ${result.runs} run(s) per workload and server, ours then reference alternating; ours/reference`,
   );
   if (Object.keys(result.oursVars ?? {}).length) lines.push(`# ours configured with ${varsText(result.oursVars)} (the reference in its default configuration)`);
+  const b = result.baseline;
+  if (b) {
+    lines.push(
+      `# baseline: ${b.label}${b.commit ? ` (commit ${b.commit})` : ""}, another build of ours run beside them in its own defaults (${varsText(b.vars) || "no [vars]"}); ` +
+        "the last columns compare ours with it",
+    );
+  }
   for (const [client, c] of Object.entries(result.clients)) {
     lines.push("", `## client ${c.version} — ${loadLine(c.machine)}`, "");
     const rows = [];
     const ratios = [];
+    const baseRatios = [];
     let cpuOurs = 0;
     let cpuRef = 0;
+    let cpuBase = 0;
     for (const [name, s] of Object.entries(c.workloads)) {
-      const { ours: o, reference: r } = s;
+      const { ours: o, reference: r, baseline: bl } = s;
       const ratio = o.medianMs / r.medianMs;
       ratios.push(ratio);
       cpuOurs += o.cpuMsPerRun * o.n;
       cpuRef += r.cpuMsPerRun * r.n;
-      rows.push([
+      const row = [
         name,
         `${f0(o.medianMs)} / ${f0(r.medianMs)}`,
         f2(ratio),
@@ -421,11 +465,24 @@ export function formatReport(result) {
         `${f1(o.deliveries)} / ${f1(r.deliveries)}`,
         `${f1(o.cpuMsPerRun)} / ${f1(r.cpuMsPerRun)}`,
         f2(o.cpuMsPerRun / r.cpuMsPerRun),
-      ]);
+      ];
+      if (bl) {
+        baseRatios.push(o.medianMs / bl.medianMs);
+        cpuBase += bl.cpuMsPerRun * bl.n;
+        row.push(`${f0(bl.medianMs)} (p95 ${f0(bl.p95Ms)})`, f2(o.medianMs / bl.medianMs), f1(bl.cpuMsPerRun), f2(o.cpuMsPerRun / bl.cpuMsPerRun));
+      }
+      rows.push(row);
     }
-    lines.push(table(["workload", "median ms", "ratio", "p95 ms", "requests/run", "deliveries/run", "server CPU ms/run", "CPU ratio"], rows));
+    const header = ["workload", "median ms", "ratio", "p95 ms", "requests/run", "deliveries/run", "server CPU ms/run", "CPU ratio"];
+    if (baseRatios.length) header.push("baseline median ms", "ours/baseline", "baseline CPU ms/run", "CPU ours/baseline");
+    lines.push(table(header, rows));
     for (const k of c.skipped ?? []) lines.push(`(${k.name} not run with client ${c.version}: ${k.reason})`);
     lines.push("", `geometric mean of the median ratio over ${ratios.length} workloads: **${f2(geoMean(ratios))}**; server CPU of the whole bench, ours/reference: ${f2(cpuOurs / cpuRef)}`);
+    if (baseRatios.length) {
+      lines.push(
+        `against the baseline: geometric mean of ours/baseline **${f2(geoMean(baseRatios))}**, the highest ${f2(Math.max(...baseRatios))}; server CPU of the whole bench, ours/baseline: ${f2(cpuOurs / cpuBase)}`,
+      );
+    }
     if (c.counts) lines.push("", formatCounts(c.counts));
   }
   if (Object.keys(result.clients).length > 1) lines.push("", `whole bench: ${loadLine(result.machine)}`);

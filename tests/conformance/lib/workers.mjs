@@ -149,15 +149,16 @@ function clockTicks() {
  * imports: e.g. the bench's instrumented copy, bench/instrument.mjs), profile (whose
  * installed client the reference worker is bundled from, default beta42: the reference
  * accepts the spec versions of the @workflow/world it is bundled with, so a runtime that
- * writes spec version 7 needs beta55's).
+ * writes spec version 7 needs beta55's), script (for ours: the built entry to serve,
+ * default build/index.js; another build's, e.g. the workflow bench's --baseline).
  */
-export async function startServer({ server = "ours", client = "0.3", vars = {}, persistDir, port = 0, verbose, wrapEntry, profile = "beta42" } = {}) {
+export async function startServer({ server = "ours", client = "0.3", vars = {}, persistDir, port = 0, verbose, wrapEntry, profile = "beta42", script = SCRIPT_PATH } = {}) {
   const before = new Set(workerdPids());
   const bindings = { ...(server === "ours" ? OUR_DEFAULT_VARS : DEFAULT_VARS), ...vars };
   let options;
   if (server === "ours") {
-    if (!existsSync(SCRIPT_PATH)) throw new Error(`${SCRIPT_PATH} is missing: run \`npm run build\` first`);
-    options = workerModuleOptions(wrapEntry ? await wrapEntry(SCRIPT_PATH, { server, client }) : SCRIPT_PATH);
+    if (!existsSync(script)) throw new Error(`${script} is missing: run \`npm run build\` first`);
+    options = workerModuleOptions(wrapEntry ? await wrapEntry(script, { server, client }) : script);
   } else if (server === "reference") {
     const bundle = await referenceBundle(client, profile);
     const scriptPath = wrapEntry ? await wrapEntry(bundle, { server, client }) : bundle;
