@@ -4,10 +4,11 @@
 //!
 //! * [`Pace`]: the shard's concurrency limit, between a floor (`QUEUE_MIN_INFLIGHT`) and a
 //!   ceiling (`QUEUE_MAX_INFLIGHT`). It starts at the floor and doubles every 200 ms while
-//!   work waits and the oldest delivery running has run longer than that (they wait on the
-//!   outside world: a burst of one-second steps reaches 128 at once in about a second,
-//!   while an app whose quick deliveries share its CPU stays at the floor, as the
-//!   reference runs it); a refusal (429) sets it to
+//!   work waits and a delivery running has run longer than that, of a kind that takes
+//!   that long even with no more than the floor running ([`Latency::waits_outside`]: it
+//!   waits on the outside world; a burst of one-second steps reaches 128 at once in about
+//!   a second, while an app whose quick deliveries share its CPU stays at the floor, as the
+//!   reference runs it, even when one of them is slow now and then); a refusal (429) sets it to
 //!   what the app was running when it refused; an overload signal from the app ([`Signal::Overloaded`]: 429, a 5xx other than the
 //!   runtime's `503 {timeoutSeconds}` wait, a transport error or timeout, or rising
 //!   latency: [`Latency`]) halves it,
@@ -22,7 +23,7 @@
 //!   messages (leases, attempts, dedup, dead letters).
 //!
 //! Knows no storage and no platform: the shell keeps these in memory per instance (a fresh
-//! instance starts again at the ceiling with every courier asleep).
+//! instance starts again at the floor with every courier asleep).
 
 use super::delivery::{classify, Action, Outcome};
 
@@ -109,8 +110,17 @@ const MAX_KINDS: usize = 256;
 /// Answers per kind the usual latency is taken from ([`Latency`]).
 const HISTORY: usize = 64;
 
-/// Rising latency, per kind of delivery (its queue name and path: one workflow's flow or
-/// step deliveries): the app is overloaded when even the fastest of the last [`RECENT`]
+/// What answer times say, per kind of delivery (its queue name and path: one workflow's
+/// flow or step deliveries).
+///
+/// Whether a kind waits on the outside world ([`Latency::waits_outside`]): the median of
+/// its last [`RECENT`] *quiet* answers (sent with no more than the pace's floor running)
+/// took [`GROW_AFTER_MS`] or more, or too few quiet answers are known yet. Only then does a
+/// long delivery of the kind make the pace grow: one of an app that shares its CPU is
+/// slow because others run beside it (more at once would make every one slower), and a
+/// kind's answers at a higher pace would say so about the pace, not about the kind.
+///
+/// Rising latency: the app is overloaded when even the fastest of the last [`RECENT`]
 /// answers of a kind took more than four times, and 250 ms more than, its usual quick
 /// answer: the first quartile of its last [`HISTORY`] (2xx answers only, as the shell feeds
 /// it: a refusal or the runtime's `503` wait comes back in milliseconds). A quartile, not
@@ -131,11 +141,17 @@ struct Kind {
     history: std::collections::VecDeque<i64>,
     recent: Vec<i64>,
     next: usize,
+    /// The last [`RECENT`] quiet answers (sent with no more than the floor running), oldest first.
+    quiet: std::collections::VecDeque<i64>,
 }
 
+/// Quiet answers a kind needs before they can say it does not wait on the outside world.
+const QUIET_KNOWN: usize = 3;
+
 impl Latency {
-    /// Record one answer of kind `key` that took `ms`; whether latency has risen.
-    pub fn rising(&mut self, key: &str, ms: i64) -> bool {
+    /// Record one answer of kind `key` that took `ms`, `quiet` when it was sent with no
+    /// more than the pace's floor running; whether latency has risen.
+    pub fn rising(&mut self, key: &str, ms: i64, quiet: bool) -> bool {
         let ms = ms.max(0);
         let at = match self.kinds.iter().position(|k| k.key == key) {
             Some(i) => i,
@@ -143,7 +159,7 @@ impl Latency {
                 if self.kinds.len() >= MAX_KINDS {
                     self.kinds.remove(0);
                 }
-                self.kinds.push(Kind { key: key.to_string(), history: Default::default(), recent: Vec::new(), next: 0 });
+                self.kinds.push(Kind { key: key.to_string(), history: Default::default(), recent: Vec::new(), next: 0, quiet: Default::default() });
                 self.kinds.len() - 1
             }
         };
@@ -158,12 +174,31 @@ impl Latency {
             kind.recent[kind.next] = ms;
         }
         kind.next = (kind.next + 1) % RECENT;
+        if quiet {
+            if kind.quiet.len() == RECENT {
+                kind.quiet.pop_front();
+            }
+            kind.quiet.push_back(ms);
+        }
         let fastest_recent = kind.recent.iter().copied().min().unwrap_or(ms);
         // The kind's usual quick answer: the first quartile of its history.
         let mut sorted: Vec<i64> = kind.history.iter().copied().collect();
         sorted.sort_unstable();
         let usual = sorted.get(sorted.len() / 4).copied().unwrap_or(ms);
         kind.recent.len() == RECENT && fastest_recent > (usual * 4).max(usual + 250)
+    }
+
+    /// Whether a long delivery of kind `key` says the app waits on the outside world (the
+    /// [type docs](Latency)): the median of its quiet answers is [`GROW_AFTER_MS`] or more,
+    /// or fewer than [`QUIET_KNOWN`] are known.
+    pub fn waits_outside(&self, key: &str) -> bool {
+        let Some(kind) = self.kinds.iter().find(|k| k.key == key) else { return true };
+        if kind.quiet.len() < QUIET_KNOWN {
+            return true;
+        }
+        let mut sorted: Vec<i64> = kind.quiet.iter().copied().collect();
+        sorted.sort_unstable();
+        sorted[sorted.len() / 2] >= GROW_AFTER_MS
     }
 }
 
@@ -197,6 +232,11 @@ impl Pace {
     /// How many deliveries may run at once now.
     pub fn limit(&self) -> usize {
         self.limit.floor() as usize
+    }
+
+    /// The floor: a delivery sent with no more than this many running is quiet ([`Latency`]).
+    pub fn floor(&self) -> usize {
+        self.floor as usize
     }
 
     /// A 429: the app took the deliveries still running and refused this one, so it takes
@@ -401,28 +441,28 @@ mod tests {
         let mut l = Latency::default();
         // Steps that wait a second on the outside world: steady, never rising.
         for i in 0..50 {
-            assert!(!l.rising("__wkf_workflow_io step", 1000 + (i % 7) * 40));
+            assert!(!l.rising("__wkf_workflow_io step", 1000 + (i % 7) * 40, false));
         }
         // A CPU-bound kind: fast while few run, then every answer slow.
         for _ in 0..8 {
-            assert!(!l.rising("__wkf_workflow_par step", 15));
+            assert!(!l.rising("__wkf_workflow_par step", 15, false));
         }
-        let slow: Vec<bool> = (0..8).map(|_| l.rising("__wkf_workflow_par step", 900)).collect();
+        let slow: Vec<bool> = (0..8).map(|_| l.rising("__wkf_workflow_par step", 900, false)).collect();
         assert_eq!(slow, [false, false, false, false, false, false, false, true], "rising once the last 8 are all slow");
         // One fast answer among the recent ones: not rising.
-        assert!(!l.rising("__wkf_workflow_par step", 20));
+        assert!(!l.rising("__wkf_workflow_par step", 20, false));
         // Mostly long answers with a short one now and then (even the first): not rising.
-        assert!(!l.rising("__wkf_workflow_inline flow", 30));
+        assert!(!l.rising("__wkf_workflow_inline flow", 30, false));
         for i in 0..100 {
-            assert!(!l.rising("__wkf_workflow_inline flow", if i % 13 == 0 { 30 } else { 3000 }), "answer {i}");
+            assert!(!l.rising("__wkf_workflow_inline flow", if i % 13 == 0 { 30 } else { 3000 }, false), "answer {i}");
         }
         // Kinds are separate: a slow flow does not make steps rise.
         for _ in 0..8 {
-            assert!(!l.rising("__wkf_workflow_seq flow", 3000));
+            assert!(!l.rising("__wkf_workflow_seq flow", 3000, false));
         }
         // Bounded number of kinds.
         for i in 0..(MAX_KINDS + 10) {
-            l.rising(&format!("k{i}"), 1);
+            l.rising(&format!("k{i}"), 1, false);
         }
         assert_eq!(l.kinds.len(), MAX_KINDS);
         let mut p = Pace::new(40, 128);
@@ -435,6 +475,46 @@ mod tests {
         assert_eq!(p.limit(), 64);
         p.observe_answer(Signal::Healthy, false, 2, 3);
         assert_eq!(p.limit(), 64);
+    }
+
+    /// Measured 2026-12-07 through the 0.3.0 client (par50: 50 parallel steps, the app on
+    /// the same 2 cores): with 5 running, deliveries took 22–90 ms, a few 170–310 ms; with
+    /// the pace doubled to 40 on those few, every one took 100–620 ms and the run was 1.28×
+    /// slower. Quick kinds with a slow answer now and then do not grow the pace.
+    #[test]
+    fn only_kinds_slow_when_quiet_wait_on_the_outside_world() {
+        let mut l = Latency::default();
+        assert!(l.waits_outside("new"), "unknown: a first burst may grow");
+        for ms in [22, 35, 45, 90] {
+            l.rising("par step", ms, true);
+        }
+        assert!(!l.waits_outside("par step"));
+        // Its slow answers at a higher pace are not quiet: they change nothing.
+        for _ in 0..20 {
+            l.rising("par step", 400, false);
+        }
+        assert!(!l.waits_outside("par step"));
+        // A slow quiet answer now and then: the median stays quick.
+        for ms in [300, 40, 280, 50, 35] {
+            l.rising("par step", ms, true);
+        }
+        assert!(!l.waits_outside("par step"));
+        // Two quiet answers are not enough to judge.
+        l.rising("io step", 5, true);
+        l.rising("io step", 5, true);
+        assert!(l.waits_outside("io step"));
+        // Steps that wait a second at the floor.
+        for i in 0..8 {
+            l.rising("io step", 1000 + i * 10, true);
+        }
+        assert!(l.waits_outside("io step"));
+        // A flow that runs its steps inline, now and then quick: the median is long.
+        for i in 0..8 {
+            l.rising("inline flow", if i % 3 == 0 { 30 } else { 3000 }, true);
+        }
+        assert!(l.waits_outside("inline flow"));
+        assert_eq!(Pace::new(7, 128).floor(), 7);
+        assert_eq!(Pace::new(70, 20).floor(), 20);
     }
 
     #[test]

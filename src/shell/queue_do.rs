@@ -229,10 +229,10 @@ pub struct QueueObject {
     latency: RefCell<Latency>,
     /// Whether the last claim took all the pace allowed (more work may wait).
     backlog: Cell<bool>,
-    /// When each delivery this instance runs itself was sent, by lease (with the loans'
-    /// `started`, the oldest delivery running: the pace doubles while it is older than
+    /// Each delivery this instance runs itself, by lease (with the loans, the deliveries
+    /// running: the pace doubles while one of a kind that waits on the outside world has run
     /// [`GROW_AFTER_MS`] and work waits).
-    sent_at: RefCell<HashMap<String, i64>>,
+    sent_at: RefCell<HashMap<String, Sent>>,
     /// Which couriers are awake.
     couriers: RefCell<Couriers>,
     /// Claimed deliveries waiting for a courier (or a free direct slot).
@@ -249,12 +249,26 @@ pub struct QueueObject {
     lent_count: Cell<u64>,
 }
 
-/// A delivery lent to a courier: the claim, the guard that keeps it live here, and when it
-/// was lent (for the pace).
+/// A delivery lent to a courier: the claim, the guard that keeps it live here, and when and
+/// how it was sent (for the pace).
 struct Lent {
     claimed: Claimed,
     _guard: LiveGuard,
-    started: i64,
+    sent: Sent,
+}
+
+/// When a running delivery was sent, its kind (queue name and path: [`Latency`]) and
+/// whether it was quiet (sent with no more than the pace's floor running).
+#[derive(Clone)]
+struct Sent {
+    at: i64,
+    kind: String,
+    quiet: bool,
+}
+
+/// A delivery's kind for the pace: its queue name and path.
+fn kind_of(row: &queue::Row) -> String {
+    format!("{} {}", to_js_string(row.member("queueName")), to_js_string(row.member("pathname")))
 }
 
 fn log_error(what: &str, e: &RpcError) {
@@ -581,19 +595,26 @@ impl QueueObject {
         true
     }
 
+    /// A delivery sent now: whether it is quiet (no more than the pace's floor running,
+    /// itself included).
+    fn sending(&self, row: &queue::Row) -> Sent {
+        let running = self.sent_at.borrow().len() + self.lent.borrow().len();
+        Sent { at: now_ms(), kind: kind_of(row), quiet: running < self.pace.borrow().floor() }
+    }
+
     /// Settle one delivery's outcome (a retry or 503 rescheduling asks the run again) and
     /// feed the pace. The guard is dropped by the caller afterwards.
-    async fn settle_outcome(&self, claimed: &Claimed, started: i64, outcome: &Outcome) {
+    async fn settle_outcome(&self, claimed: &Claimed, sent: &Sent, outcome: &Outcome) {
         let cfg = self.config.clone();
         let action = classify(outcome);
         let lifecycle = if action == Action::Ack { Lifecycle::unknown() } else { self.check_row(&claimed.row).await };
         let now = now_ms();
-        let kind = format!("{} {}", to_js_string(claimed.row.member("queueName")), to_js_string(claimed.row.member("pathname")));
+        let started = sent.at;
         // Only work the app did counts for latency (2xx): a refusal, an error or the
         // runtime's `503 {timeoutSeconds}` wait comes back in milliseconds.
         let signal = signal_of(outcome);
         let served = matches!(outcome, Outcome::Response { status: 200..=299, .. });
-        let rising = served && self.latency.borrow_mut().rising(&kind, now.saturating_sub(started));
+        let rising = served && self.latency.borrow_mut().rising(&sent.kind, now.saturating_sub(started), sent.quiet);
         if let Outcome::Refused { .. } = outcome {
             // Sent and not answered, this one left out.
             let in_flight = self.live.borrow().len().saturating_sub(self.outbox.borrow().len() + 1);
@@ -629,11 +650,11 @@ impl QueueObject {
         let timeout = cfg.queue_delivery_timeout_ms.min(crate::config::MAX_QUEUE_DELIVERY_TIMEOUT_MS);
         let post =
             Post { url: &request.url, headers: request.headers.iter().map(|(k, v)| (*k, v.as_str())).collect(), body: &request.body };
-        let started = now_ms();
-        self.sent_at.borrow_mut().insert(claimed.lease.clone(), started);
+        let sent = self.sending(&claimed.row);
+        self.sent_at.borrow_mut().insert(claimed.lease.clone(), sent.clone());
         let outcome = send(&self.gate, &post, timeout).await;
         self.sent_at.borrow_mut().remove(&claimed.lease);
-        self.settle_outcome(&claimed, started, &outcome).await;
+        self.settle_outcome(&claimed, &sent, &outcome).await;
         drop(guard);
     }
 
@@ -643,7 +664,8 @@ impl QueueObject {
     async fn unclaim_outbox(&self) {
         let left: Vec<(Claimed, LiveGuard)> = self.outbox.borrow_mut().drain(..).collect();
         for (claimed, guard) in left {
-            self.settle_outcome(&claimed, now_ms(), &Outcome::Response { status: 503, body: Some(br#"{"timeoutSeconds":0}"#.to_vec()) })
+            let sent = Sent { at: now_ms(), kind: kind_of(&claimed.row), quiet: false };
+            self.settle_outcome(&claimed, &sent, &Outcome::Response { status: 503, body: Some(br#"{"timeoutSeconds":0}"#.to_vec()) })
                 .await;
             drop(guard);
         }
@@ -684,7 +706,7 @@ impl QueueObject {
             let Some((lease, outcome)) = decode_report(report) else { continue };
             // Unknown: lent by an earlier instance; its claim is recovered as lost.
             let Some(lent) = self.lent.borrow_mut().remove(&lease) else { continue };
-            self.settle_outcome(&lent.claimed, lent.started, &outcome).await;
+            self.settle_outcome(&lent.claimed, &lent.sent, &outcome).await;
         }
         let mut items = Vec::new();
         while items.len() < want.min(COURIER_SLOTS) {
@@ -694,7 +716,8 @@ impl QueueObject {
             }
             items.push(encode_item(&claimed.lease, &build_request(&claimed.row, &self.config)));
             self.lent_count.set(self.lent_count.get() + 1);
-            self.lent.borrow_mut().insert(claimed.lease.clone(), Lent { claimed, _guard: guard, started: now_ms() });
+            let sent = self.sending(&claimed.row);
+            self.lent.borrow_mut().insert(claimed.lease.clone(), Lent { claimed, _guard: guard, sent });
         }
         let done = items.is_empty() && running == 0;
         self.couriers.borrow_mut().heard(index, now_ms(), done);
@@ -808,12 +831,18 @@ impl QueueObject {
             if idle(running.len()) {
                 break;
             }
-            // Work waits and the oldest delivery running has run a while: they wait on the
-            // outside world, so the pace may double (the next pass claims the room).
+            // Work waits and a delivery running has run a while, of a kind that takes that
+            // long even when few run: they wait on the outside world, so the pace may double
+            // (the next pass claims the room).
             let growing = self.backlog.get() && can_claim;
-            let oldest = self.sent_at.borrow().values().chain(self.lent.borrow().values().map(|l| &l.started)).copied().min();
-            if growing && oldest.is_some_and(|at| now_ms().saturating_sub(at) >= GROW_AFTER_MS) {
-                self.pace.borrow_mut().grow(now_ms());
+            let now = now_ms();
+            let waiting_outside = {
+                let latency = self.latency.borrow();
+                let long = |s: &Sent| now.saturating_sub(s.at) >= GROW_AFTER_MS && latency.waits_outside(&s.kind);
+                self.sent_at.borrow().values().any(long) || self.lent.borrow().values().any(|l| long(&l.sent))
+            };
+            if growing && waiting_outside {
+                self.pace.borrow_mut().grow(now);
             }
             // Wait for a delivery to settle, a kick (an enqueue, a courier's report), or
             // (when a slot is free) the next planned wake-up. With every slot busy only a
