@@ -6,7 +6,7 @@
 //   npm run bench -- workflows [--client 0.3|0.4|both] [--runs N] [--rounds R]
 //        [--only noSteps,seq10,…] [--profile beta42|beta55] [--no-counts] [--json out.json]
 //        [--baseline REV]
-//   npm run bench -- workflows --trace seq10 [--client 0.3|0.4|both] [--runs N] [--json out.json]
+//   npm run bench -- workflows --trace seq10 [--client 0.3|0.4|both] [--runs N] [--json out.json] [--baseline REV]
 //
 //   --runs N      runs of each workload on each server per round (default 3)
 //   --rounds R    rounds; each round runs every workload on both servers, the order of
@@ -73,16 +73,17 @@ export async function main(argv) {
     console.error(`workflows: ${err.message}`);
     console.error(
       "usage: npm run bench -- workflows [--client 0.3|0.4|both] [--runs N] [--rounds R] [--only w1,w2] [--profile beta42|beta55] [--var K=V] [--baseline REV] [--no-counts] [--json out.json]\n" +
-        "       npm run bench -- workflows --trace WORKLOAD [--client 0.3|0.4|both] [--runs N] [--profile …] [--var K=V] [--json out.json]",
+        "       npm run bench -- workflows --trace WORKLOAD [--client 0.3|0.4|both] [--runs N] [--profile …] [--var K=V] [--baseline REV] [--json out.json]",
     );
     return 2;
   }
   try {
+    const baseline = opts.baseline ? resolveBaseline(opts.baseline) : null;
     if (opts.trace) {
       const [workload] = selectWorkloads([opts.trace]);
       const traces = [];
       for (const client of opts.clients) {
-        const t = await traceWorkload({ client, profile: opts.profile, workload, runs: opts.traceRuns, oursVars: opts.oursVars });
+        const t = await traceWorkload({ client, profile: opts.profile, workload, runs: opts.traceRuns, oursVars: opts.oursVars, baseline });
         traces.push(t);
         console.log(formatTrace(t));
         console.log();
@@ -90,7 +91,6 @@ export async function main(argv) {
       if (opts.json) writeFileSync(opts.json, JSON.stringify(traces, null, 1));
       return 0;
     }
-    const baseline = opts.baseline ? resolveBaseline(opts.baseline) : null;
     const result = await runBench({
       baseline,
       clients: opts.clients,

@@ -3,12 +3,13 @@
 //! the shell drives with the clock and the outcomes it sees.
 //!
 //! * [`Pace`]: the shard's concurrency limit, between a floor (`QUEUE_MIN_INFLIGHT`) and a
-//!   ceiling (`QUEUE_MAX_INFLIGHT`). It starts at the floor and doubles every 200 ms while
-//!   work waits and a delivery running has run longer than that, of a kind that takes
-//!   that long even with no more than the floor running ([`Latency::waits_outside`]: it
-//!   waits on the outside world; a burst of one-second steps reaches 128 at once in about
-//!   a second, while an app whose quick deliveries share its CPU stays at the floor, as the
-//!   reference runs it, even when one of them is slow now and then); a refusal (429) sets it to
+//!   ceiling (`QUEUE_MAX_INFLIGHT`). It starts at the floor (again whenever nothing runs
+//!   and nothing waits: [`Pace::rest`]) and doubles every 200 ms while work waits and a
+//!   delivery running has run longer than that, of a kind that takes half a second even
+//!   with no more than the floor running ([`Latency::waits_outside`]: it waits on the
+//!   outside world; a burst of one-second steps reaches 128 at once in about a second,
+//!   while an app whose quick deliveries share its CPU stays at the floor, as the reference
+//!   runs it, even when some of them take a few hundred ms); a refusal (429) sets it to
 //!   what the app was running when it refused; an overload signal from the app ([`Signal::Overloaded`]: 429, a 5xx other than the
 //!   runtime's `503 {timeoutSeconds}` wait, a transport error or timeout, or rising
 //!   latency: [`Latency`]) halves it,
@@ -115,7 +116,7 @@ const HISTORY: usize = 64;
 ///
 /// Whether a kind waits on the outside world ([`Latency::waits_outside`]): the median of
 /// its last [`RECENT`] *quiet* answers (sent with no more than the pace's floor running)
-/// took [`GROW_AFTER_MS`] or more, or too few quiet answers are known yet. Only then does a
+/// took [`SLOW_KIND_MS`] or more, or too few quiet answers are known yet. Only then does a
 /// long delivery of the kind make the pace grow: one of an app that shares its CPU is
 /// slow because others run beside it (more at once would make every one slower), and a
 /// kind's answers at a higher pace would say so about the pace, not about the kind.
@@ -147,6 +148,11 @@ struct Kind {
 
 /// Quiet answers a kind needs before they can say it does not wait on the outside world.
 const QUIET_KNOWN: usize = 3;
+/// A kind whose quiet answers take this long (median) waits on the outside world. Not
+/// shorter: through the 0.3.0 client the eight deliveries of a `Promise.all` of ten quick
+/// steps each took 190–300 ms with five running (measured 2026-12-07), all of it the
+/// app's CPU (the steps' replays), and running all eight at once made the run 1.2× slower.
+pub const SLOW_KIND_MS: i64 = 500;
 
 impl Latency {
     /// Record one answer of kind `key` that took `ms`, `quiet` when it was sent with no
@@ -189,7 +195,7 @@ impl Latency {
     }
 
     /// Whether a long delivery of kind `key` says the app waits on the outside world (the
-    /// [type docs](Latency)): the median of its quiet answers is [`GROW_AFTER_MS`] or more,
+    /// [type docs](Latency)): the median of its quiet answers is [`SLOW_KIND_MS`] or more,
     /// or fewer than [`QUIET_KNOWN`] are known.
     pub fn waits_outside(&self, key: &str) -> bool {
         let Some(kind) = self.kinds.iter().find(|k| k.key == key) else { return true };
@@ -198,7 +204,7 @@ impl Latency {
         }
         let mut sorted: Vec<i64> = kind.quiet.iter().copied().collect();
         sorted.sort_unstable();
-        sorted[sorted.len() / 2] >= GROW_AFTER_MS
+        sorted[sorted.len() / 2] >= SLOW_KIND_MS
     }
 }
 
@@ -232,6 +238,15 @@ impl Pace {
     /// How many deliveries may run at once now.
     pub fn limit(&self) -> usize {
         self.limit.floor() as usize
+    }
+
+    /// Nothing runs and nothing waits: the next burst starts again at the floor (what a
+    /// fresh instance does), so a pace grown for one burst never carries over to quick
+    /// deliveries of the next; what the last cut left still bounds the doubling until
+    /// [`PROBE_AFTER_MS`] after it.
+    pub fn rest(&mut self) {
+        self.limit = self.floor;
+        self.grown_at = None;
     }
 
     /// The floor: a delivery sent with no more than this many running is quiet ([`Latency`]).
@@ -499,13 +514,18 @@ mod tests {
             l.rising("par step", ms, true);
         }
         assert!(!l.waits_outside("par step"));
+        // Quick kinds whose answers wait on the app's CPU at the floor: below 500 ms.
+        for ms in [190, 240, 300, 250] {
+            l.rising("par10 step", ms, true);
+        }
+        assert!(!l.waits_outside("par10 step"));
         // Two quiet answers are not enough to judge.
         l.rising("io step", 5, true);
         l.rising("io step", 5, true);
         assert!(l.waits_outside("io step"));
         // Steps that wait a second at the floor.
         for i in 0..8 {
-            l.rising("io step", 1000 + i * 10, true);
+            l.rising("io step", 500 + i * 10, true);
         }
         assert!(l.waits_outside("io step"));
         // A flow that runs its steps inline, now and then quick: the median is long.
@@ -515,6 +535,32 @@ mod tests {
         assert!(l.waits_outside("inline flow"));
         assert_eq!(Pace::new(7, 128).floor(), 7);
         assert_eq!(Pace::new(70, 20).floor(), 20);
+    }
+
+    #[test]
+    fn at_rest_the_pace_starts_again_at_the_floor_below_the_last_cut() {
+        let mut p = Pace::new(5, 128);
+        (0..5).for_each(|i| p.grow(i * GROW_AFTER_MS));
+        assert_eq!(p.limit(), 128);
+        p.rest();
+        assert_eq!(p.limit(), 5);
+        p.grow(1_000);
+        assert_eq!(p.limit(), 10, "grows again at once");
+        p.grow(1_200);
+        p.grow(1_400);
+        assert_eq!(p.limit(), 40);
+        p.refused(20, 2_000);
+        assert_eq!(p.limit(), 20);
+        p.rest();
+        let after: Vec<usize> = (0..4)
+            .map(|i| {
+                p.grow(3_000 + i * GROW_AFTER_MS);
+                p.limit()
+            })
+            .collect();
+        assert_eq!(after, [10, 20, 20, 20], "up to what the refusal left");
+        p.grow(12_000);
+        assert_eq!(p.limit(), 40, "probing past it 10 s after the cut");
     }
 
     #[test]

@@ -829,6 +829,10 @@ impl QueueObject {
             self.taking.set(now_ms().saturating_sub(started) < CLAIM_BUDGET_MS && delivered < MAX_DELIVERIES_PER_ALARM);
             first = false;
             if idle(running.len()) {
+                // At rest: the next burst starts again at the floor.
+                if !self.backlog.get() {
+                    self.pace.borrow_mut().rest();
+                }
                 break;
             }
             // Work waits and a delivery running has run a while, of a kind that takes that

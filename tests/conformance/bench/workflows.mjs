@@ -517,27 +517,38 @@ export function requestLabel(e) {
 
 /**
  * `runs` traced runs of `workload` on each server (both alive, alternating ours and the
- * reference run by run, after warm-up runs of noSteps and of the workload on each).
- * Returns {client, workload, runs, sides: {ours: [run…], reference: [run…]}, machine};
+ * reference run by run, after warm-up runs of noSteps and of the workload on each; with
+ * `baseline`, that build of ours too, compared with ours in a second summary).
+ * Returns {client, workload, runs, sides: {ours: [run…], reference: [run…], baseline?}, machine};
  * each run has its trace, its record's times and the server CPU over it.
  */
-export async function traceWorkload({ client = "0.3", profile = "beta42", workload, runs = 5, oursVars = {}, log = (m) => console.error(m), check = checkRun }) {
+export async function traceWorkload({ client = "0.3", profile = "beta42", workload, runs = 5, oursVars = {}, baseline = null, log = (m) => console.error(m), check = checkRun }) {
   if (workload.skip?.[client]) throw new Error(`${workload.name} does not run with client ${CLIENTS[client]}: ${workload.skip[client]}`);
   const dir = benchApp(profile);
   const m0 = machineStart();
-  const out = { client, version: CLIENTS[client], runtime: PROFILES[profile].runtime, workload: workload.name, runs, oursVars, date: new Date().toISOString(), sides: { ours: [], reference: [] } };
+  const kinds = baseline ? [...SERVERS, "baseline"] : SERVERS;
+  const out = {
+    client,
+    version: CLIENTS[client],
+    runtime: PROFILES[profile].runtime,
+    workload: workload.name,
+    runs,
+    oursVars,
+    date: new Date().toISOString(),
+    sides: Object.fromEntries(kinds.map((k) => [k, []])),
+  };
   const sides = {};
   try {
-    for (const kind of SERVERS) sides[kind] = await startSide({ kind, client, profile, dir, check, oursVars });
+    for (const kind of kinds) sides[kind] = await startSide({ kind, client, profile, dir, check, oursVars, baseline });
     log(`client ${CLIENTS[client]}: warm-up, then ${runs} traced run(s) of ${workload.name} on each server`);
     // A fresh workerd spends its first runs compiling (the third noSteps run of ours can
     // cost 190 ms of CPU against 20 later): warm both up before tracing.
-    for (const kind of SERVERS) {
+    for (const kind of kinds) {
       await runBatch(sides[kind], WORKLOADS[0], 3);
       await runBatch(sides[kind], workload, 2);
     }
     for (let i = 0; i < runs; i++) {
-      for (const kind of i % 2 === 0 ? SERVERS : [...SERVERS].reverse()) {
+      for (const kind of serverOrder(kinds, 0, i)) {
         const b = await runBatch(sides[kind], workload, 1, { keepTrace: true });
         out.sides[kind].push({ ...b.runs[0], cpuMs: b.cpuMs });
       }
@@ -743,9 +754,15 @@ export function formatTrace(t, { maxLines = 400 } = {}) {
     }
     sums[kind] = summarizeTraces(runs);
   }
-  const o = sums.ours;
-  const r = sums.reference;
-  lines.push("", `## where the time went: medians over ${o.n} / ${r.n} runs (ours / reference)`, "");
+  lines.push(...compareTraces(sums.ours, sums.reference, "reference"));
+  if (sums.baseline) lines.push(...compareTraces(sums.ours, sums.baseline, "baseline"));
+  return lines.join("\n");
+}
+
+/** The lines comparing two sides' summarized traces: ours (`o`) and `other` (`r`). */
+function compareTraces(o, r, other) {
+  const lines = [];
+  lines.push("", `## where the time went: medians over ${o.n} / ${r.n} runs (ours / ${other})`, "");
   const pair = (f, g = f1) => `${g(o[f])} / ${g(r[f])}`;
   lines.push(`- execution (completedAt − createdAt) ${pair("execMs", f0)} ms; client side, first request → last answer ${pair("wallMs")} ms, of it inside requests ${pair("requestMsAll")} ms; server CPU ${pair("cpuMs")} ms`);
   lines.push(`- requests ${pair("requests", f0)}, deliveries ${pair("deliveries", f0)}`);
@@ -754,10 +771,10 @@ export function formatTrace(t, { maxLines = 400 } = {}) {
     const q = r.phases[i];
     if (!q || q.name !== ph.name) continue;
     const cell = (x) => `${f1(x.ms)} (${f1(x.reqMs)} + ${f1(x.otherMs)})`;
-    const reqs = ph.requests.join(", ") === q.requests.join(", ") ? ph.requests.join(", ") : `ours ${ph.requests.join(", ")}; reference ${q.requests.join(", ")}`;
+    const reqs = ph.requests.join(", ") === q.requests.join(", ") ? ph.requests.join(", ") : `ours ${ph.requests.join(", ")}; ${other} ${q.requests.join(", ")}`;
     lines.push(`    ${ph.name}: ${cell(ph)} / ${cell(q)}${ph.requests.length > 12 ? "" : ` — ${reqs || "no requests"}`}`);
   }
-  for (const [kind, x] of [["ours", o], ["reference", r]]) {
+  for (const [kind, x] of [["ours", o], [other, r]]) {
     if (!x.steady) continue;
     const st = x.steady;
     lines.push(
@@ -765,5 +782,5 @@ export function formatTrace(t, { maxLines = 400 } = {}) {
       `    ${st.requests.map((q) => `${q.label} ${f1(q.ms)}`).join(" → ")}`,
     );
   }
-  return lines.join("\n");
+  return lines;
 }
