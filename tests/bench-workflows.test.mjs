@@ -10,7 +10,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { test } from "node:test";
 import { resolveBaseline, wranglerVars } from "../scripts/bench/baseline.mjs";
 import { parseWorkflowArgs } from "../scripts/bench/workflows.mjs";
-import { analyzeTrace, checkRun, formatReport, runBench, selectWorkloads, serverOrder, traceWorkload } from "./conformance/bench/workflows.mjs";
+import { analyzeTrace, checkRun, formatReport, pairedOverRounds, runBench, selectWorkloads, serverOrder, traceWorkload } from "./conformance/bench/workflows.mjs";
 import { formatWire, runWireBench, WIRE_WORKLOADS } from "./conformance/bench/wire.mjs";
 import { ROOT, SCRIPT_PATH } from "./lib/harness.mjs";
 
@@ -80,6 +80,20 @@ test("workflow bench: server order — two alternate, three take every place ali
   for (let wi = 0; wi < 6; wi++) serverOrder(kinds, 0, wi).forEach((k, i) => places[k][i]++);
   for (const k of kinds) assert.deepEqual(places[k], [2, 2, 2], `${k} in each place twice over 6 workloads`);
   assert.deepEqual(serverOrder(kinds, 1, 2), serverOrder(kinds, 0, 3), "the next round starts one further on");
+});
+
+test("workflow bench: ours / another server paired round by round", () => {
+  const w = (ours, other) => ({ ours: { roundMediansMs: ours }, baseline: { roundMediansMs: other }, reference: { roundMediansMs: other.map((x) => x * 2) } });
+  // Ours 10 % slower in every round of two workloads, whatever the rounds' drift.
+  const p = pairedOverRounds({ a: w([110, 220, 330], [100, 200, 300]), b: w([55, 44], [50, 40]) }, "baseline");
+  assert.equal(p.n, 5);
+  assert.ok(Math.abs(p.ratio - 1.1) < 1e-9 && Math.abs(p.low - 1.1) < 1e-9 && Math.abs(p.high - 1.1) < 1e-9, JSON.stringify(p));
+  assert.ok(Math.abs(pairedOverRounds({ a: w([110, 220], [100, 200]) }, "reference").ratio - 0.55) < 1e-9);
+  // Noisy pairs: an interval around the mean; one pair gives none.
+  const q = pairedOverRounds({ a: w([100, 120, 90, 110], [100, 100, 100, 100]) }, "baseline");
+  assert.ok(q.low < q.ratio && q.ratio < q.high && q.low < 1 && q.high > 1, JSON.stringify(q));
+  assert.ok(Number.isNaN(pairedOverRounds({ a: w([1], [1]) }, "baseline").low));
+  assert.equal(pairedOverRounds({ a: { ours: { roundMediansMs: [1, 2] } } }, "baseline").n, 0, "no baseline side");
 });
 
 test("workflow bench: a baseline's variables are its wrangler.toml's [vars], secrets left out", () => {

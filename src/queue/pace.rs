@@ -165,7 +165,13 @@ impl Latency {
                 if self.kinds.len() >= MAX_KINDS {
                     self.kinds.remove(0);
                 }
-                self.kinds.push(Kind { key: key.to_string(), history: Default::default(), recent: Vec::new(), next: 0, quiet: Default::default() });
+                self.kinds.push(Kind {
+                    key: key.to_string(),
+                    history: Default::default(),
+                    recent: Vec::new(),
+                    next: 0,
+                    quiet: Default::default(),
+                });
                 self.kinds.len() - 1
             }
         };

@@ -665,8 +665,7 @@ impl QueueObject {
         let left: Vec<(Claimed, LiveGuard)> = self.outbox.borrow_mut().drain(..).collect();
         for (claimed, guard) in left {
             let sent = Sent { at: now_ms(), kind: kind_of(&claimed.row), quiet: false };
-            self.settle_outcome(&claimed, &sent, &Outcome::Response { status: 503, body: Some(br#"{"timeoutSeconds":0}"#.to_vec()) })
-                .await;
+            self.settle_outcome(&claimed, &sent, &Outcome::Response { status: 503, body: Some(br#"{"timeoutSeconds":0}"#.to_vec()) }).await;
             drop(guard);
         }
     }

@@ -25,7 +25,7 @@
 import { readFileSync } from "node:fs";
 import os from "node:os";
 import { readStat, sampleCpu, threadsDeltaMs, hostCpu, stealPct } from "../../../scripts/bench/proc.mjs";
-import { median, percentile } from "../../../scripts/bench/stats.mjs";
+import { median, pairedRatio, percentile } from "../../../scripts/bench/stats.mjs";
 import { startApp } from "../lib/app.mjs";
 import { buildApp, CLIENTS, ensureProfile, PROFILES } from "../lib/profile.mjs";
 import { startServer } from "../lib/workers.mjs";
@@ -340,6 +340,7 @@ export async function runBench({
         for (const [wi, w] of wls.entries()) {
           for (const kind of serverOrder(kinds, r, wi)) {
             const b = await runBatch(sides[kind], w, runs);
+            for (const x of b.runs) x.round = r;
             per[w.name][kind].runs.push(...b.runs);
             per[w.name][kind].cpuMs += b.cpuMs;
           }
@@ -394,8 +395,31 @@ function stats(runs, cpuMs) {
     deliveries: avg("deliveries"),
     cpuMsPerRun: cpuMs / runs.length,
     samplesMs: runs.map((r) => r.ms),
+    // Each round's median (the servers ran a workload's round back to back: pairs).
+    roundMediansMs: [...new Set(runs.map((r) => r.round))].filter((x) => x !== undefined).sort((a, b) => a - b).map((k) => median(runs.filter((r) => r.round === k).map((r) => r.ms))),
   };
 }
+
+/**
+ * ours / `other` over every workload's rounds, paired (in a round the servers ran the
+ * workload back to back, so the machine's drift cancels within a pair): the geometric mean
+ * and its 95 % interval (`pairedRatio`). An interval containing 1.00 is no difference.
+ */
+export function pairedOverRounds(workloads, other) {
+  const a = [];
+  const b = [];
+  for (const s of Object.values(workloads)) {
+    const o = s.ours?.roundMediansMs ?? [];
+    const x = s[other]?.roundMediansMs ?? [];
+    for (let i = 0; i < Math.min(o.length, x.length); i++) {
+      a.push(x[i]);
+      b.push(o[i]);
+    }
+  }
+  return pairedRatio(a, b);
+}
+
+const interval = (p) => (p.n >= 2 && Number.isFinite(p.low) ? `${f2(p.ratio)} (95 % interval ${f2(p.low)}–${f2(p.high)}, ${p.n} workload-rounds)` : "-");
 
 function summarize(per) {
   const out = {};
@@ -477,10 +501,13 @@ export function formatReport(result) {
     if (baseRatios.length) header.push("baseline median ms", "ours/baseline", "baseline CPU ms/run", "CPU ours/baseline");
     lines.push(table(header, rows));
     for (const k of c.skipped ?? []) lines.push(`(${k.name} not run with client ${c.version}: ${k.reason})`);
-    lines.push("", `geometric mean of the median ratio over ${ratios.length} workloads: **${f2(geoMean(ratios))}**; server CPU of the whole bench, ours/reference: ${f2(cpuOurs / cpuRef)}`);
+    lines.push(
+      "",
+      `geometric mean of the median ratio over ${ratios.length} workloads: **${f2(geoMean(ratios))}**; paired round by round: ${interval(pairedOverRounds(c.workloads, "reference"))}; server CPU of the whole bench, ours/reference: ${f2(cpuOurs / cpuRef)}`,
+    );
     if (baseRatios.length) {
       lines.push(
-        `against the baseline: geometric mean of ours/baseline **${f2(geoMean(baseRatios))}**, the highest ${f2(Math.max(...baseRatios))}; server CPU of the whole bench, ours/baseline: ${f2(cpuOurs / cpuBase)}`,
+        `against the baseline: geometric mean of ours/baseline **${f2(geoMean(baseRatios))}**, the highest ${f2(Math.max(...baseRatios))}; paired round by round: ${interval(pairedOverRounds(c.workloads, "baseline"))}; server CPU of the whole bench, ours/baseline: ${f2(cpuOurs / cpuBase)}`,
       );
     }
     if (c.counts) lines.push("", formatCounts(c.counts));
