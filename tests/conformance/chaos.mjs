@@ -13,7 +13,7 @@
 //   node tests/conformance/chaos.mjs [--trials N] [--kills K] [--workflows W]
 //        [--client 0.3|0.4] [--server ours|reference] [--seed S] [--timeout SECONDS]
 //        [--profile beta42] [--downtime MIN-MAX] [--kill-band FROM-TO] [--scale full|small]
-//        [--worker PATH]
+//        [--worker PATH] [--var NAME=VALUE …]
 //        [--sabotage no-restart|lose-queue] [--quiet]
 //
 //   defaults: 6 trials, 3 kills, 20 workflows, client 0.3, server ours, timeout 180 s
@@ -74,6 +74,19 @@ const downtimeMs = opt("--downtime", "0-500").split("-").map(Number);
 const scale = opt("--scale", "full");
 const killBand = opt("--kill-band", "0.05-0.85").split("-").map(Number);
 const worker = opt("--worker", null);
+// --var NAME=VALUE (repeatable): a variable of the served worker, e.g. QUEUE_MAX_INFLIGHT=5
+// for a build from before the delivery pace (whose fixed limit it was) served with --worker.
+const vars = {};
+args.forEach((a, i) => {
+  if (a !== "--var") return;
+  const kv = args[i + 1] ?? "";
+  const eq = kv.indexOf("=");
+  if (eq < 1) {
+    console.error(`chaos: --var needs NAME=VALUE, got ${kv}`);
+    process.exit(2);
+  }
+  vars[kv.slice(0, eq)] = kv.slice(eq + 1);
+});
 const seed0 = Number(opt("--seed", Math.floor(Math.random() * 1e9)));
 const quiet = flag("--quiet");
 
@@ -106,11 +119,14 @@ for (let i = 0; i < trials; i++) {
     scale,
     killBand,
     worker,
+    vars,
     sabotage,
     log: quiet ? () => {} : (line) => console.log(`  trial ${i + 1}: ${line}`),
   });
   results.push(t);
   for (const line of formatTrial(t, `trial ${i + 1}/${trials}: `)) console.log(line);
+  if (!t.ok && t.queue) console.log(`      queue q:0 after the wait: ${JSON.stringify(t.queue)}`);
+  if (!t.ok && t.lastDeliveries) console.log(`      the app's last deliveries: ${t.lastDeliveries.join("; ")}`);
   if (!t.ok && !quiet && t.appLog) console.log(`      app log (tail):\n${t.appLog.replace(/^/gm, "        ")}`);
 }
 

@@ -26,7 +26,8 @@ import { fileURLToPath } from "node:url";
 import { isDeepStrictEqual } from "node:util";
 import { startApp } from "../lib/app.mjs";
 import { buildApp, ensureProfile } from "../lib/profile.mjs";
-import { startServer } from "../lib/workers.mjs";
+import { rpc } from "../../lib/rpc.mjs";
+import { isDescendant, startServer, workerdPids } from "../lib/workers.mjs";
 
 export const CHAOS = resolve(fileURLToPath(import.meta.url), "..");
 export const WORKFLOWS_DIR = join(CHAOS, "workflows");
@@ -298,11 +299,12 @@ export async function runTrial({
   downtimeMs = [0, 500],
   killBand = [0.05, 0.85],
   worker = null,
+  vars = {},
   sabotage = null,
   log = () => {},
 }) {
   registerCleanup();
-  const serve = { server: serverKind, client, persistDir: undefined, ...(worker ? { wrapEntry: () => resolve(worker) } : {}) };
+  const serve = { server: serverKind, client, vars, persistDir: undefined, ...(worker ? { wrapEntry: () => resolve(worker) } : {}) };
   const rand = rng(seed);
   const plan = planWorkflows(workflows, rand, scale);
   const totalSteps = plan.reduce((a, p) => a + p.steps, 0);
@@ -435,6 +437,10 @@ export async function runTrial({
         }
       }
     }
+    // Unfinished runs on ours: what the queue holds and does, to tell a stuck queue from a
+    // stuck app.
+    let queue;
+    if (runs.size < plan.length && serverKind === "ours" && serverUp) queue = await queueDiagnosis(w).catch((err) => ({ error: String(err) }));
     const executions = await app.executions();
     const trace = await app.trace();
     const cls = classify({ runs: events, executions, trace });
@@ -485,6 +491,8 @@ export async function runTrial({
       executions: executions.filter((x) => name.has(x.runId)).length,
       wallMs: Date.now() - started,
       appLog: failures.length ? app.log().slice(-3000) : undefined,
+      queue,
+      lastDeliveries: failures.length ? trace.filter((e) => e.kind === "delivery").slice(-8).map((e) => `${e.status ?? "—"} ${e.end > 0 ? Math.round(e.end - e.start) : "open"} ms ${e.messageId ?? ""} attempt ${e.attempt ?? "?"}`) : undefined,
     };
   } finally {
     if (app) {
@@ -497,6 +505,25 @@ export async function runTrial({
     }
     rmSync(persistDir, { recursive: true, force: true });
   }
+}
+
+/** Queue shard q:0 of our worker `w`: its stats and the delivery counters of it and its couriers that delivered. */
+async function queueDiagnosis(w) {
+  const target = { url: w.url, secret: w.secret };
+  const stats = await rpc(target, "queue", "q:0", "stats", []);
+  const ns = await w.mf.getDurableObjectNamespace("WORKFLOW_QUEUE");
+  // Plain copies: Miniflare's proxies die with the server.
+  const counters = async (name) => JSON.parse(JSON.stringify(await ns.get(ns.idFromName(name)).deliveryStats()));
+  const shard = await counters("q:0");
+  const couriers = [];
+  for (let i = 0; i < 26; i++) {
+    const c = await counters(`q:0#courier:${i}`);
+    if (c.direct > 0 || c.busyConnections > 0) couriers.push({ i, direct: c.direct, busy: c.busyConnections });
+  }
+  // More than one of this process's workerd alive means a killed one survived beside its
+  // restart (two servers on one persisted state): the harness's fault, not the World's.
+  const workerd = workerdPids().filter((pid) => isDescendant(pid));
+  return { stats: JSON.parse(JSON.stringify(stats)), shard, couriers, workerd, served: w.pids() };
 }
 
 function describe(p) {
