@@ -839,12 +839,13 @@ impl QueueObject {
             // (the next pass claims the room).
             let growing = self.backlog.get() && can_claim;
             let now = now_ms();
-            let waiting_outside = {
+            // Looked at only when work waits (the loop passes once per settled delivery).
+            let waiting_outside = || {
                 let latency = self.latency.borrow();
                 let long = |s: &Sent| now.saturating_sub(s.at) >= GROW_AFTER_MS && latency.waits_outside(&s.kind);
                 self.sent_at.borrow().values().any(long) || self.lent.borrow().values().any(|l| long(&l.sent))
             };
-            if growing && waiting_outside {
+            if growing && waiting_outside() {
                 self.pace.borrow_mut().grow(now);
             }
             // Wait for a delivery to settle, a kick (an enqueue, a courier's report), or

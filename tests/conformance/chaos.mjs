@@ -52,6 +52,7 @@
 //     (--downtime 0-500, the default); tests/chaos.test.mjs keeps it down 1.5..2 s. Not the
 //     World's doing, but a lost workflow all the same: the trial fails.
 
+import { varArg } from "../../scripts/bench/args.mjs";
 import { CLIENTS } from "./lib/profile.mjs";
 import { formatTrial, loadAverage, prepareApp, runTrial } from "./chaos/lib.mjs";
 
@@ -79,13 +80,12 @@ const worker = opt("--worker", null);
 const vars = {};
 args.forEach((a, i) => {
   if (a !== "--var") return;
-  const kv = args[i + 1] ?? "";
-  const eq = kv.indexOf("=");
-  if (eq < 1) {
-    console.error(`chaos: --var needs NAME=VALUE, got ${kv}`);
+  try {
+    varArg(args[i + 1] ?? "", vars);
+  } catch (err) {
+    console.error(`chaos: ${err.message}`);
     process.exit(2);
   }
-  vars[kv.slice(0, eq)] = kv.slice(eq + 1);
 });
 const seed0 = Number(opt("--seed", Math.floor(Math.random() * 1e9)));
 const quiet = flag("--quiet");

@@ -274,6 +274,9 @@ function machineEnd(start) {
   };
 }
 
+/** The servers of a run: ours and the reference, and the baseline when there is one. */
+const serverKinds = (baseline) => (baseline ? [...SERVERS, "baseline"] : SERVERS);
+
 /**
  * The order in which the servers run workload `wi` in round `r`: two alternate (A B, B A,
  * …); three take the six orders in turn (three rotations, then three reversed), so over
@@ -310,7 +313,7 @@ export async function runBench({
   log = (m) => console.error(m),
 } = {}) {
   const dir = benchApp(profile);
-  const kinds = baseline ? [...SERVERS, "baseline"] : SERVERS;
+  const kinds = serverKinds(baseline);
   const result = {
     profile,
     runtime: PROFILES[profile].runtime,
@@ -553,7 +556,7 @@ export async function traceWorkload({ client = "0.3", profile = "beta42", worklo
   if (workload.skip?.[client]) throw new Error(`${workload.name} does not run with client ${CLIENTS[client]}: ${workload.skip[client]}`);
   const dir = benchApp(profile);
   const m0 = machineStart();
-  const kinds = baseline ? [...SERVERS, "baseline"] : SERVERS;
+  const kinds = serverKinds(baseline);
   const out = {
     client,
     version: CLIENTS[client],

@@ -27,6 +27,7 @@ import { isDeepStrictEqual } from "node:util";
 import { startApp } from "../lib/app.mjs";
 import { buildApp, ensureProfile } from "../lib/profile.mjs";
 import { rpc } from "../../lib/rpc.mjs";
+import { gateStats, SHARD } from "../bench/io.mjs";
 import { isDescendant, startServer, workerdPids } from "../lib/workers.mjs";
 
 export const CHAOS = resolve(fileURLToPath(import.meta.url), "..");
@@ -507,23 +508,18 @@ export async function runTrial({
   }
 }
 
-/** Queue shard q:0 of our worker `w`: its stats and the delivery counters of it and its couriers that delivered. */
+/** The queue shard of our worker `w`: its stats and the delivery counters of it and of its couriers that deliver. */
 async function queueDiagnosis(w) {
-  const target = { url: w.url, secret: w.secret };
-  const stats = await rpc(target, "queue", "q:0", "stats", []);
-  const ns = await w.mf.getDurableObjectNamespace("WORKFLOW_QUEUE");
+  const stats = await rpc({ url: w.url, secret: w.secret }, "queue", SHARD, "stats", []);
   // Plain copies: Miniflare's proxies die with the server.
-  const counters = async (name) => JSON.parse(JSON.stringify(await ns.get(ns.idFromName(name)).deliveryStats()));
-  const shard = await counters("q:0");
-  const couriers = [];
-  for (let i = 0; i < 26; i++) {
-    const c = await counters(`q:0#courier:${i}`);
-    if (c.direct > 0 || c.busyConnections > 0) couriers.push({ i, direct: c.direct, busy: c.busyConnections });
-  }
+  const counters = JSON.parse(JSON.stringify(await gateStats(w)));
+  const couriers = Object.entries(counters)
+    .filter(([name, c]) => name !== SHARD && (c.direct > 0 || c.busyConnections > 0))
+    .map(([name, c]) => ({ name, direct: c.direct, busy: c.busyConnections }));
   // More than one of this process's workerd alive means a killed one survived beside its
   // restart (two servers on one persisted state): the harness's fault, not the World's.
   const workerd = workerdPids().filter((pid) => isDescendant(pid));
-  return { stats: JSON.parse(JSON.stringify(stats)), shard, couriers, workerd, served: w.pids() };
+  return { stats, shard: counters[SHARD], couriers, workerd, served: w.pids() };
 }
 
 function describe(p) {
