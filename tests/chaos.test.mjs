@@ -86,6 +86,13 @@ describe("chaos checks on made-up records", () => {
       ["s5"],
     );
   });
+  it("does not look for a completion acknowledged after the events were read", () => {
+    const late = classify({ runs: [{ runId: run, events: [], readAt: T + 5000 }], executions: [], trace: [ack("s7", T + 5001), ack("s8", T + 4999)] });
+    assert.deepEqual(
+      late.lostCompletions.map((l) => l.stepId),
+      ["s8"],
+    );
+  });
   it("lists exactly the forbidden executions as violations", () => {
     assert.deepEqual(c.violations.map((v) => `${v.stepId}@${v.attempt}`).sort(), ["s3@1", "s5@2", "s6@2"]);
   });

@@ -19,7 +19,7 @@ use futures_util::FutureExt;
 use worker::Env;
 
 use super::call::call_env;
-use super::gate::Gate;
+use super::gate::{Gate, Use};
 use super::post::{send, Post};
 use crate::queue::courier::{decode_item, encode_report, Item, SYNC_METHOD};
 use crate::queue::delivery::Outcome;
@@ -118,7 +118,7 @@ impl Courier<'_> {
     async fn sync(&self, reports: &[Value], want: usize, running: usize) -> Result<(Vec<Item>, bool), RpcError> {
         let args = vec![Value::num(self.index as f64), Value::Array(reports.to_vec()), Value::num(want as f64), Value::num(running as f64)];
         let answer = {
-            let _pass = self.gate.enter().await;
+            let _pass = self.gate.enter(Use::Queue).await;
             let env_name = Binding::Queue.env_name();
             call_env(self.env, env_name, || RpcError::error("missing binding WORKFLOW_QUEUE"), self.shard, SYNC_METHOD, args).await?
         };

@@ -44,7 +44,7 @@ pub struct Post<'a> {
 /// POST one delivery with a timeout (from the moment it has a connection); the
 /// classification input.
 pub async fn send(gate: &Rc<Gate>, post: &Post<'_>, timeout_ms: u64) -> Outcome {
-    let pass = gate.enter().await;
+    let pass = gate.enter(super::gate::Use::Delivery).await;
     let controller = match web_sys::AbortController::new() {
         Ok(c) => c,
         Err(e) => return Outcome::Transport(error_text(&e)),

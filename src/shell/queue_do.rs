@@ -47,7 +47,7 @@ use super::alarm::apply_alarm;
 use super::call::call_env;
 use super::courier::{Courier, Ended};
 use super::env::config;
-use super::gate::Gate;
+use super::gate::{Gate, Use};
 use super::kv::{in_transaction, read_only, run_sync, ObjectStorage, Writes};
 use super::post::{send, Post};
 use super::serve::{
@@ -247,6 +247,8 @@ pub struct QueueObject {
     /// Deliveries made by this instance itself and by its couriers (tests, bench).
     direct_count: Cell<u64>,
     lent_count: Cell<u64>,
+    /// When the delivery loop last passed (ms; diagnosis: a loop that no longer passes).
+    last_pass: Cell<i64>,
 }
 
 /// A delivery lent to a courier: the claim, the guard that keeps it live here, and when and
@@ -305,14 +307,14 @@ impl QueueObject {
 
 impl QueueHost for QueueObject {
     async fn lifecycle_status(&self, run_id: &str) -> std::result::Result<Value, RpcError> {
-        let _pass = self.gate.enter().await;
+        let _pass = self.gate.enter(Use::Run).await;
         let env_name = Binding::Runs.env_name();
         call_env(&self.env, env_name, || RpcError::error(MISSING_RUNS_BINDING), run_id, LIFECYCLE_METHOD, Vec::new()).await
     }
 
     async fn lifecycle_lease(&self, run_id: &str) -> std::result::Result<Option<Value>, RpcError> {
         let Some(args) = self.lease_args() else { return Ok(None) };
-        let _pass = self.gate.enter().await;
+        let _pass = self.gate.enter(Use::Run).await;
         let env_name = Binding::Runs.env_name();
         call_env(&self.env, env_name, || RpcError::error(MISSING_RUNS_BINDING), run_id, LEASE_METHOD, args).await.map(Some)
     }
@@ -678,7 +680,7 @@ impl QueueObject {
         let calls = woken.iter().map(|&index| {
             let name = courier_name(&shard, index);
             async move {
-                let _pass = self.gate.enter().await;
+                let _pass = self.gate.enter(Use::Queue).await;
                 let env_name = Binding::Queue.env_name();
                 let woke =
                     call_env(&self.env, env_name, || RpcError::error("missing binding WORKFLOW_QUEUE"), &name, WAKE_METHOD, Vec::new())
@@ -782,6 +784,7 @@ impl QueueObject {
             self.durable.set(None);
         }
         loop {
+            self.last_pass.set(now_ms());
             let can_claim = now_ms().saturating_sub(started) < CLAIM_BUDGET_MS && delivered < MAX_DELIVERIES_PER_ALARM;
             let idle = |running: usize| running == 0 && self.outbox.borrow().is_empty() && self.lent.borrow().is_empty();
             let mut claimed = Vec::new();
@@ -913,6 +916,7 @@ impl QueueObject {
             courier_woken: Cell::new(false),
             direct_count: Cell::new(0),
             lent_count: Cell::new(0),
+            last_pass: Cell::new(0),
             config: Rc::new(cfg),
         }
     }
@@ -1039,9 +1043,13 @@ impl QueueObject {
     /// platform, as JSON: `peakConnections` (the most outgoing requests waiting for
     /// headers at once, never above 6), `queuedConnections` (those that waited for a
     /// place), `connections`, `direct` (deliveries made here), `lent` (given to couriers),
-    /// `pace` (the concurrency limit now), `awakeCouriers`.
+    /// `pace` (the concurrency limit now), `awakeCouriers`; and for a diagnosis, what runs
+    /// now: `looping` (a delivery or courier loop), `lastPassAgoMs` (since the delivery
+    /// loop's last pass, -1 for never), `live`, `sending`, `lending`, `outbox`, `held` (the
+    /// connections waiting for headers, by use) and `oldestHeldMs`.
     #[wasm_bindgen(js_name = deliveryStats)]
     pub fn delivery_stats(&self) -> String {
+        let (held, oldest) = self.gate.held();
         let stats = Value::object([
             ("peakConnections", Value::num(self.gate.peak.get() as f64)),
             ("queuedConnections", Value::num(self.gate.queued.get() as f64)),
@@ -1051,6 +1059,14 @@ impl QueueObject {
             ("lent", Value::num(self.lent_count.get() as f64)),
             ("pace", Value::num(self.pace.borrow().limit() as f64)),
             ("awakeCouriers", Value::num(self.couriers.borrow().awake() as f64)),
+            ("looping", Value::Bool(self.looping.get() || self.courier_looping.get())),
+            ("lastPassAgoMs", Value::num(if self.last_pass.get() > 0 { (now_ms() - self.last_pass.get()) as f64 } else { -1.0 })),
+            ("live", Value::num(self.live.borrow().len() as f64)),
+            ("sending", Value::num(self.sent_at.borrow().len() as f64)),
+            ("lending", Value::num(self.lent.borrow().len() as f64)),
+            ("outbox", Value::num(self.outbox.borrow().len() as f64)),
+            ("held", Value::object(held.iter().map(|(u, n)| (u.name(), Value::num(*n as f64))))),
+            ("oldestHeldMs", Value::num(oldest.round())),
         ]);
         stats.to_json().unwrap_or_default()
     }

@@ -113,7 +113,9 @@ const CLOCK_SLACK_MS = 5;
 
 /**
  * Classifies the step bodies' executions of the given runs.
- *   runs:       [{ runId, events }]   events as world.events.list gives them (oldest first)
+ *   runs:       [{ runId, events, readAt }]   events as world.events.list gives them (oldest
+ *               first), read from readAt on (epoch ms; acknowledgements from then on are not
+ *               looked for in them)
  *   executions: [{ runId, stepId, attempt, at, name }]   one per body run (at: epoch ms)
  *   trace:      the app's request trace (applyEvent entries with eventType, correlationId,
  *               ok and okAt: Date.now() when the answer was read)
@@ -143,8 +145,10 @@ export function classify({ runs, executions, trace = [] }) {
   }
   const steps = new Map(); // key -> { completedAt, completions, started: [createdAt] }
   const runIds = new Set();
-  for (const { runId, events } of runs) {
+  const readAt = new Map();
+  for (const { runId, events, readAt: at } of runs) {
     runIds.add(runId);
+    if (at !== undefined) readAt.set(runId, at);
     for (const ev of events) {
       if (!ev.correlationId) continue;
       const key = `${runId}|${ev.correlationId}`;
@@ -163,6 +167,9 @@ export function classify({ runs, executions, trace = [] }) {
   for (const [key, ackAt] of acks) {
     const [runId, stepId] = key.split("|");
     if (!runIds.has(runId)) continue;
+    // Acknowledged after the events were read (a run still moving when the trial gave up
+    // waiting): the listing could not hold it.
+    if (ackAt >= (readAt.get(runId) ?? Infinity)) continue;
     const s = steps.get(key);
     if (!s?.completions || s.completedAt > ackAt + CLOCK_SLACK_MS) lostCompletions.push({ runId, stepId, ackAt, completedAt: s?.completedAt });
   }
@@ -315,6 +322,7 @@ export async function runTrial({
   let w;
   let app;
   const killLog = [];
+  let trialOk = false;
   try {
     w = await startServer(serve);
     live.servers.add(w);
@@ -328,6 +336,34 @@ export async function runTrial({
       const seen = new Set();
       for (const x of await app.executions()) if (mine.has(x.runId)) seen.add(`${x.runId}|${x.stepId}`);
       return seen.size;
+    };
+    // A stall (no new step for STALL_MS while the server is up): what the World and the app
+    // were doing then, once per server life (the state after the wait may have moved on).
+    const stalls = [];
+    let advancedAt = Date.now();
+    let lastDone = -1;
+    let stalledLife = -1;
+    const watchStall = async (done, life) => {
+      if (done !== lastDone) {
+        lastDone = done;
+        advancedAt = Date.now();
+        return;
+      }
+      if (Date.now() - advancedAt < STALL_MS || stalledLife === life) return;
+      stalledLife = life;
+      const snap = { at: new Date().toISOString().slice(11, 23), life, steps: done };
+      if (serverKind === "ours") snap.queue = await queueDiagnosis(w, app.port).catch((err) => ({ error: String(err) }));
+      const trace = await app.trace().catch(() => []);
+      const open = trace.filter((e) => e.end === 0);
+      const groups = {};
+      for (const e of open) {
+        const key = e.kind === "delivery" ? `delivery ${e.path}` : `${e.path} ${e.method ?? ""} ${e.eventType ?? ""}`.trim();
+        const g = (groups[key] ??= { count: 0, oldestMs: 0 });
+        g.count += 1;
+        g.oldestMs = Math.max(g.oldestMs, Math.round(Date.now() - e.start));
+      }
+      snap.appOpen = groups;
+      stalls.push(snap);
     };
     let readyAt = Date.now();
     let serverUp = true;
@@ -344,6 +380,7 @@ export async function runTrial({
       let done = 0;
       for (;;) {
         done = await progress();
+        await watchStall(done, k);
         const up = Date.now() - readyAt;
         if (done >= totalSteps) break;
         if ((done >= target && up >= minUp) || up >= 30_000) break;
@@ -397,6 +434,7 @@ export async function runTrial({
         }
       }
       if (runs.size === plan.length || Date.now() > deadline) break;
+      await watchStall(await progress().catch(() => lastDone), kills);
       await sleep(250);
     }
     // Results, events, executions.
@@ -418,10 +456,15 @@ export async function runTrial({
       } else if (r.status !== "completed") {
         // The app logs the error that failed a run; the client's transport error (the World
         // unreachable) is one the runtime does not take for a World error (see chaos.mjs).
-        const transport = new RegExp(`Error while running workflow\\s+FleetTransportError\\s+run\\s+${p.runId}`).test(app.log());
+        const logged = app.log();
+        const match = new RegExp(`Error while running workflow\\s+FleetTransportError\\s+run\\s+${p.runId}`).exec(logged);
+        // What the client could not reach, and why (the error's message and cause).
+        const detail = match ? logged.slice(match.index + match[0].length, match.index + match[0].length + 700).replace(/\s+/g, " ") : "";
+        const call = detail.match(/fleet unreachable at \S+/)?.[0];
+        const cause = detail.match(/(?:code|errno|cause)[^,}]{0,80}/g)?.slice(0, 3).join("; ");
         failures.push({
           ...describe(p),
-          problem: `${r.status}: ${JSON.stringify(r.error)?.slice(0, 300)}${transport ? " — the app logged FleetTransportError for it (the client's transport error, which the runtime took for the workflow's own)" : ""}`,
+          problem: `${r.status}: ${JSON.stringify(r.error)?.slice(0, 300)}${match ? ` — the app logged FleetTransportError for it (the client's transport error, which the runtime took for the workflow's own): ${call ?? ""} ${cause ?? ""}` : ""}`,
         });
       } else {
         lastCompletedAt = Math.max(lastCompletedAt, ms(r.completedAt));
@@ -432,7 +475,8 @@ export async function runTrial({
       }
       if (serverUp) {
         try {
-          events.push({ runId: p.runId, events: await app.events(p.runId) });
+          const readAt = Date.now();
+          events.push({ runId: p.runId, events: await app.events(p.runId), readAt });
         } catch (err) {
           failures.push({ ...describe(p), problem: `events unreadable: ${err.message}` });
         }
@@ -441,7 +485,7 @@ export async function runTrial({
     // Unfinished runs on ours: what the queue holds and does, to tell a stuck queue from a
     // stuck app.
     let queue;
-    if (runs.size < plan.length && serverKind === "ours" && serverUp) queue = await queueDiagnosis(w).catch((err) => ({ error: String(err) }));
+    if (runs.size < plan.length && serverKind === "ours" && serverUp) queue = await queueDiagnosis(w, app.port).catch((err) => ({ error: String(err) }));
     const executions = await app.executions();
     const trace = await app.trace();
     const cls = classify({ runs: events, executions, trace });
@@ -469,6 +513,7 @@ export async function runTrial({
       cls.lostCompletions.length === 0 &&
       killsDone === kills &&
       (kills === 0 || killedWhileRunning);
+    trialOk = ok;
     return {
       ok,
       server: serverKind,
@@ -493,6 +538,10 @@ export async function runTrial({
       wallMs: Date.now() - started,
       appLog: failures.length ? app.log().slice(-3000) : undefined,
       queue,
+      stalls,
+      openRequests: failures.length
+        ? trace.filter((e) => e.kind === "request" && e.end === 0).slice(-10).map((e) => `${e.path} ${e.method ?? ""} ${e.eventType ?? ""} ${e.runId ?? ""} open since ${new Date(e.start).toISOString().slice(11, 23)}`)
+        : undefined,
       lastDeliveries: failures.length ? trace.filter((e) => e.kind === "delivery").slice(-8).map((e) => `${e.status ?? "—"} ${e.end > 0 ? Math.round(e.end - e.start) : "open"} ms ${e.messageId ?? ""} attempt ${e.attempt ?? "?"}`) : undefined,
     };
   } finally {
@@ -504,22 +553,46 @@ export async function runTrial({
       await withTimeout(w.dispose(), 10_000);
       live.servers.delete(w);
     }
-    rmSync(persistDir, { recursive: true, force: true });
+    // CHAOS_KEEP_FAILED=1 keeps a failed trial's persisted state to read afterwards.
+    if (process.env.CHAOS_KEEP_FAILED && !trialOk) console.log(`  persisted state kept: ${persistDir}`);
+    else rmSync(persistDir, { recursive: true, force: true });
   }
 }
 
 /** The queue shard of our worker `w`: its stats and the delivery counters of it and of its couriers that deliver. */
-async function queueDiagnosis(w) {
+async function queueDiagnosis(w, appPort) {
   const stats = await rpc({ url: w.url, secret: w.secret }, "queue", SHARD, "stats", []);
   // Plain copies: Miniflare's proxies die with the server.
   const counters = JSON.parse(JSON.stringify(await gateStats(w)));
   const couriers = Object.entries(counters)
-    .filter(([name, c]) => name !== SHARD && (c.direct > 0 || c.busyConnections > 0))
-    .map(([name, c]) => ({ name, direct: c.direct, busy: c.busyConnections }));
+    .filter(([name, c]) => name !== SHARD && (c.direct > 0 || c.busyConnections > 0 || c.looping))
+    .map(([name, c]) => ({ name, direct: c.direct, busy: c.busyConnections, held: c.held, oldestHeldMs: c.oldestHeldMs, looping: c.looping, lastPassAgoMs: c.lastPassAgoMs }));
   // More than one of this process's workerd alive means a killed one survived beside its
   // restart (two servers on one persisted state): the harness's fault, not the World's.
   const workerd = workerdPids().filter((pid) => isDescendant(pid));
-  return { stats, shard: counters[SHARD], couriers, workerd, served: w.pids() };
+  return { stats, shard: counters[SHARD], couriers, workerd, served: w.pids(), toApp: socketsTo(appPort) };
+}
+
+/**
+ * The TCP connections to the app's port, by state, with the bytes queued on them: tells a
+ * delivery the app never received (bytes waiting in a send queue, or no connection) from
+ * one it holds (`ss`, when the machine has it).
+ */
+function socketsTo(port) {
+  try {
+    const out = execFileSync("ss", ["-tnH", "state", "all", "dport", "=", `:${port}`], { encoding: "utf8" });
+    const byState = {};
+    for (const line of out.trim().split("\n").filter(Boolean)) {
+      const [state, recvQ, sendQ] = line.trim().split(/\s+/);
+      const s = (byState[state] ??= { count: 0, recvQ: 0, sendQ: 0 });
+      s.count += 1;
+      s.recvQ += Number(recvQ) || 0;
+      s.sendQ += Number(sendQ) || 0;
+    }
+    return byState;
+  } catch (err) {
+    return { error: String(err.message).slice(0, 120) };
+  }
 }
 
 function describe(p) {
@@ -559,11 +632,21 @@ export function formatTrial(t, label = "") {
     const eg = t.repeatedAttempts.slice(0, 3).map((d) => `${d.messageId} attempts ${d.attempts.join(",")}`);
     lines.push(`      ${t.repeatedAttempts.length} messages delivered again under an attempt number already used (${eg.join("; ")})`);
   }
-  for (const x of t.lostCompletions) lines.push(`      lost: ${x.workflow} ${x.stepId}: step_completed acknowledged, missing from the events`);
+  const at = (v) => (Number.isFinite(v) ? new Date(v).toISOString().slice(11, 23) : "—");
+  if (!t.ok) lines.push(`      kills at ${t.kills.map((k) => `${at(k.killedAt)} (up ${k.upMs} ms, back after ${k.downMs} ms)`).join(", ")}`);
+  for (const x of t.lostCompletions) {
+    const found = x.completedAt === undefined ? "none in the events" : `the events' one created ${at(x.completedAt)}`;
+    lines.push(`      lost: ${x.workflow} ${x.stepId}: step_completed acknowledged at ${at(x.ackAt)}, ${found}`);
+  }
+  for (const r of t.openRequests ?? []) lines.push(`      the app's World call still open: ${r}`);
+  if (!t.ok) for (const x of t.stalls ?? []) lines.push(`      stalled (no new step for ${STALL_MS / 1000} s) at ${x.at}, server life ${x.life}: ${JSON.stringify(x)}`);
   for (const f of t.failures) lines.push(`      ${f.workflow} ${JSON.stringify(f.args)} ${f.runId}: ${f.problem}`);
   if (t.kills.length < t.killsAsked) lines.push(`      only ${t.kills.length} of ${t.killsAsked} kills: the workflows finished first`);
   return lines;
 }
+
+/** A stall: no new step ran for this long while the server was up (the chaos diagnosis). */
+const STALL_MS = 8000;
 
 /** The machine's load average (to say how busy the shared machine was). */
 export function loadAverage() {
