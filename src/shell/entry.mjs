@@ -33,8 +33,32 @@ function checkReset() {
   }
 }
 
+/**
+ * The last errors this isolate logged (`console.error`, which the Rust side's error logs
+ * use too), kept for `deliveryStats` (internal: a diagnosis that cannot read the logs).
+ */
+const recentErrors = [];
+/** When this isolate evaluated the module (`deliveryStats`: an isolate made afresh). */
+const isolateBorn = Date.now();
+const logError = console.error.bind(console);
+console.error = (...args) => {
+  recentErrors.push(`${new Date().toISOString()} ${args.map(String).join(" ")}`.slice(0, 300));
+  if (recentErrors.length > 12) recentErrors.shift();
+  logError(...args);
+};
+
+/** Objects made and alarms run in this isolate, by class (diagnosis: `deliveryStats`). */
+const made = {};
+const alarms = {};
+
+/** Resets so far in this isolate, and the last trap (diagnosis: `deliveryStats`). */
+let resets = 0;
+let lastTrap;
+
 function noteCritical(e) {
   if (e instanceof WebAssembly.RuntimeError) {
+    resets++;
+    lastTrap = `${new Date().toISOString()} ${e.message} ${String(e.stack).split("\n").slice(1, 4).join(" | ")}`;
     console.error("wasm trapped; its state is reset on the next call", e);
     critical = true;
   }
@@ -203,6 +227,7 @@ class RustObject extends DurableObject {
     if (this.generation !== generation) {
       this.generation = generation;
       this.object = new this.constructor.Rust(this.ctx, this.env);
+      made[this.constructor.name] = (made[this.constructor.name] ?? 0) + 1;
     }
     return this.object;
   }
@@ -329,10 +354,15 @@ class RustObject extends DurableObject {
   }
 
   async alarm() {
+    const counts = (alarms[this.constructor.name] ??= { started: 0, ended: 0, threw: 0, last: undefined });
+    counts.started++;
     try {
       const object = this.rust();
       if (object.alarm) await object.alarm();
+      counts.ended++;
     } catch (e) {
+      counts.threw++;
+      counts.last = `${new Date().toISOString()} ${String(e).slice(0, 200)}`;
       noteCritical(e);
       throw e;
     }
@@ -468,7 +498,7 @@ export class QueueDO extends RustObject {
 
   /** Internal (tests, bench): this instance's delivery counters (src/shell/queue_do.rs `deliveryStats`). Not routable. */
   deliveryStats() {
-    return JSON.parse(this.rust().deliveryStats());
+    return { ...JSON.parse(this.rust().deliveryStats()), resets, lastTrap, lastPanic: globalThis.__celldPanic, recentErrors, isolateAgoMs: Date.now() - isolateBorn, made, alarms };
   }
 }
 

@@ -19,7 +19,16 @@ use crate::wire::RouterError;
 
 #[wasm_bindgen(start)]
 fn start() {
-    console_error_panic_hook::set_once();
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        std::panic::set_hook(Box::new(|info| {
+            // Kept where the entry can read it after the trap (`globalThis.__celldPanic`):
+            // the panic's message and place, for a diagnosis of the reset that follows.
+            let text = format!("{} {info}", js_sys::Date::new_0().to_iso_string());
+            let _ = js_sys::Reflect::set(&js_sys::global(), &JsValue::from_str("__celldPanic"), &JsValue::from_str(&text));
+            console_error_panic_hook::hook(info);
+        }));
+    });
 }
 
 fn encode(kind: char, e: &RouterError) -> String {

@@ -249,6 +249,8 @@ pub struct QueueObject {
     lent_count: Cell<u64>,
     /// When the delivery loop last passed (ms; diagnosis: a loop that no longer passes).
     last_pass: Cell<i64>,
+    /// When this instance was made (ms; diagnosis: an instance made afresh mid-run).
+    born: i64,
 }
 
 /// A delivery lent to a courier: the claim, the guard that keeps it live here, and when and
@@ -917,6 +919,7 @@ impl QueueObject {
             direct_count: Cell::new(0),
             lent_count: Cell::new(0),
             last_pass: Cell::new(0),
+            born: now_ms(),
             config: Rc::new(cfg),
         }
     }
@@ -1043,10 +1046,11 @@ impl QueueObject {
     /// platform, as JSON: `peakConnections` (the most outgoing requests waiting for
     /// headers at once, never above 6), `queuedConnections` (those that waited for a
     /// place), `connections`, `direct` (deliveries made here), `lent` (given to couriers),
-    /// `pace` (the concurrency limit now), `awakeCouriers`; and for a diagnosis, what runs
-    /// now: `looping` (a delivery or courier loop), `lastPassAgoMs` (since the delivery
-    /// loop's last pass, -1 for never), `live`, `sending`, `lending`, `outbox`, `held` (the
-    /// connections waiting for headers, by use) and `oldestHeldMs`.
+    /// `pace` (the concurrency limit now), `awakeCouriers`; and for a diagnosis:
+    /// `bornAgoMs` (since this instance was made), `looping` (a delivery or courier loop),
+    /// `lastPassAgoMs` (since the delivery loop's last pass, -1 for never), `live`,
+    /// `sending`, `lending`, `outbox`, `held` (the connections waiting for headers, by
+    /// use) and `oldestHeldMs`.
     #[wasm_bindgen(js_name = deliveryStats)]
     pub fn delivery_stats(&self) -> String {
         let (held, oldest) = self.gate.held();
@@ -1059,6 +1063,7 @@ impl QueueObject {
             ("lent", Value::num(self.lent_count.get() as f64)),
             ("pace", Value::num(self.pace.borrow().limit() as f64)),
             ("awakeCouriers", Value::num(self.couriers.borrow().awake() as f64)),
+            ("bornAgoMs", Value::num((now_ms() - self.born) as f64)),
             ("looping", Value::Bool(self.looping.get() || self.courier_looping.get())),
             ("lastPassAgoMs", Value::num(if self.last_pass.get() > 0 { (now_ms() - self.last_pass.get()) as f64 } else { -1.0 })),
             ("live", Value::num(self.live.borrow().len() as f64)),

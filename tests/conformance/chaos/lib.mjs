@@ -351,7 +351,7 @@ export async function runTrial({
       }
       if (Date.now() - advancedAt < STALL_MS || stalledLife === life) return;
       stalledLife = life;
-      const snap = { at: new Date().toISOString().slice(11, 23), life, steps: done };
+      const snap = { at: new Date().toISOString().slice(11, 23), life, upMs: Date.now() - readyAt, steps: done };
       if (serverKind === "ours") snap.queue = await queueDiagnosis(w, app.port).catch((err) => ({ error: String(err) }));
       const trace = await app.trace().catch(() => []);
       const open = trace.filter((e) => e.end === 0);
@@ -363,6 +363,14 @@ export async function runTrial({
         g.oldestMs = Math.max(g.oldestMs, Math.round(Date.now() - e.start));
       }
       snap.appOpen = groups;
+      // What the app did during the stall: its deliveries and World calls by kind and answer.
+      const recent = {};
+      for (const e of trace) {
+        if (e.start < advancedAt) continue;
+        const what = e.kind === "delivery" ? `delivery ${e.path.split("/").pop()} ${e.status}` : `${e.method ?? e.path} ${e.eventType ?? ""} ${e.status}${e.ok === false ? " refused" : ""}`;
+        recent[what] = (recent[what] ?? 0) + 1;
+      }
+      snap.appDid = recent;
       stalls.push(snap);
     };
     let readyAt = Date.now();
@@ -566,7 +574,7 @@ async function queueDiagnosis(w, appPort) {
   const counters = JSON.parse(JSON.stringify(await gateStats(w)));
   const couriers = Object.entries(counters)
     .filter(([name, c]) => name !== SHARD && (c.direct > 0 || c.busyConnections > 0 || c.looping))
-    .map(([name, c]) => ({ name, direct: c.direct, busy: c.busyConnections, held: c.held, oldestHeldMs: c.oldestHeldMs, looping: c.looping, lastPassAgoMs: c.lastPassAgoMs }));
+    .map(([name, c]) => ({ name, direct: c.direct, busy: c.busyConnections, held: c.held, oldestHeldMs: c.oldestHeldMs, looping: c.looping, bornAgoMs: c.bornAgoMs, isolateAgoMs: c.isolateAgoMs }));
   // More than one of this process's workerd alive means a killed one survived beside its
   // restart (two servers on one persisted state): the harness's fault, not the World's.
   const workerd = workerdPids().filter((pid) => isDescendant(pid));
