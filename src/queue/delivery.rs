@@ -249,6 +249,25 @@ pub fn claim_at_most(
     Ok(claimed)
 }
 
+/// While deliveries run, the alarm is kept at most this far ahead (ms), so that an instance
+/// that dies with deliveries in flight (a crash, a restart, an eviction) has a successor
+/// woken by its alarm within this time, which finds their claims no longer live and
+/// delivers them again at once, instead of at their lease deadline
+/// (`QUEUE_DELIVERY_TIMEOUT_MS`, 5 minutes by default). Without it nothing wakes the
+/// successor when every run waits on those deliveries: no call comes, and the alarm is
+/// that deadline (the chaos test's stall, `docs/testing.md`).
+pub const HEARTBEAT_MS: i64 = 5_000;
+
+/// The alarm a delivery loop keeps: `want` (its next due time or in-flight deadline, `None`
+/// for none), no later than [`HEARTBEAT_MS`] from `now` while deliveries run.
+pub fn with_heartbeat(want: Option<i64>, now: i64, running: bool) -> Option<i64> {
+    if !running {
+        return want;
+    }
+    let beat = now.saturating_add(HEARTBEAT_MS);
+    Some(want.map_or(beat, |w| w.min(beat)))
+}
+
 /// The deadline in a lease key (0 when it cannot be read).
 pub fn lease_deadline(lease: &str) -> i64 {
     key_deadline(lease)

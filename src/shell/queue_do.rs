@@ -59,8 +59,8 @@ use crate::protocol::hop::{Args, Ctx};
 use crate::protocol::leases::HolderName;
 use crate::queue::courier::{decode_report, encode_item, is_courier_method, SYNC_METHOD, WAKE_METHOD};
 use crate::queue::delivery::{
-    build_request, claim_at_most, classify, drop_expired, lease_deadline, settle, Action, ClaimMemo, Claimed, Handoff, MemoWatch, Outcome,
-    Rearm,
+    build_request, claim_at_most, classify, drop_expired, lease_deadline, settle, with_heartbeat, Action, ClaimMemo, Claimed, Handoff,
+    MemoWatch, Outcome, Rearm,
 };
 use crate::queue::driver::{
     self, LifecycleCache, QueueHost, HELD_METHOD, LEASE_METHOD, LIFECYCLE_METHOD, MISSING_RUNS_BINDING, REVOKE_METHOD,
@@ -364,6 +364,11 @@ impl QueueObject {
     /// retry, a new due message) writes it; the last claim of the loop leaves the exact
     /// alarm. Writing every pass's alarm cost a platform alarm write per claim and per
     /// settle (7 % of a delivery's CPU on Miniflare: `docs/performance.md`).
+    ///
+    /// While deliveries run here (or at couriers), the alarm is no later than
+    /// [`with_heartbeat`]'s beat: a successor of an instance that died recovers them within
+    /// seconds. Once written, a beat is not moved later while the loop runs; an alarm that
+    /// fires meanwhile joins the loop and the next pass writes the next beat.
     async fn apply_loop_alarm(&self, alarm: &Alarm, exact: bool) -> std::result::Result<(), RpcError> {
         let want = match alarm.change() {
             Some(AlarmChange::Set(at)) => Some(at),
@@ -371,6 +376,12 @@ impl QueueObject {
             None => return Ok(()),
         };
         self.planned.set(want);
+        let want = with_heartbeat(want, now_ms(), !self.live.borrow().is_empty());
+        let mut alarm = Alarm::unknown();
+        match want {
+            Some(at) => alarm.set(at),
+            None => alarm.delete(),
+        }
         let skip = match self.durable.get() {
             None => false,
             Some(held) if held == want => true,
@@ -380,7 +391,7 @@ impl QueueObject {
         if skip {
             return Ok(());
         }
-        self.apply_alarm(alarm).await
+        self.apply_alarm(&alarm).await
     }
 
     /// A fresh instance with `inflight:` entries and no running loop: those deliveries

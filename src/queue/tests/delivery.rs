@@ -296,3 +296,18 @@ fn refusal_delays_follow_retry_after() {
     assert_eq!(refusal_delay_ms(Some("-1")), 1_000);
     assert_eq!(refusal_delay_ms(Some("NaN")), 1_000);
 }
+
+#[test]
+fn the_alarm_beats_while_deliveries_run() {
+    use crate::queue::delivery::{with_heartbeat, HEARTBEAT_MS};
+    let deadline = T0 + 300_000;
+    // Deliveries in flight with nothing else due: the alarm is not their lease deadline,
+    // 5 minutes away, but the heartbeat, so a successor recovers them within seconds.
+    assert_eq!(with_heartbeat(Some(deadline), T0, true), Some(T0 + HEARTBEAT_MS));
+    assert_eq!(with_heartbeat(None, T0, true), Some(T0 + HEARTBEAT_MS));
+    // Work due sooner keeps its time.
+    assert_eq!(with_heartbeat(Some(T0 + 10), T0, true), Some(T0 + 10));
+    // Nothing running: the alarm is what the queue holds.
+    assert_eq!(with_heartbeat(Some(deadline), T0, false), Some(deadline));
+    assert_eq!(with_heartbeat(None, T0, false), None);
+}
