@@ -10,7 +10,7 @@ use crate::store::{ListOptions, Store};
 use crate::wire::js::{member, optional_member, strict_eq, to_js_string, to_number, truthy};
 use crate::wire::{Map, RpcError, Value};
 
-use super::delivery::{Claimed, Handoff};
+use super::delivery::{with_heartbeat, Claimed, Handoff};
 use super::state::*;
 
 fn ok_outcome(message_id: Option<&Value>, deduped: bool) -> Value {
@@ -138,8 +138,12 @@ pub fn enqueue(
             put_value(store, &lease, &Value::str(id.as_str()))?;
             put_run_reference(store, &row, Slot::Inflight(&lease))?;
             // A running loop takes it; otherwise the alarm starts one. Either way the alarm
-            // is at most the lease's deadline, which recovers the message if this instance dies.
-            arm_at_most(if handoff.looping { deadline } else { now }, now, alarm);
+            // is at most the loop's heartbeat (`with_heartbeat`; never the lease's deadline,
+            // 5 minutes out), which recovers the message soon if this instance dies. (While
+            // an alarm handler runs, the platform reads no alarm: this call may be the one
+            // that writes it.)
+            let beat = with_heartbeat(Some(deadline), now, true).unwrap_or(deadline);
+            arm_at_most(if handoff.looping { beat } else { now }, now, alarm);
             handoff.claimed = Some(Claimed { row, lease });
             return Ok(outcome);
         }

@@ -251,6 +251,11 @@ pub struct QueueObject {
     last_pass: Cell<i64>,
     /// When this instance was made (ms; diagnosis: an instance made afresh mid-run).
     born: i64,
+    /// Diagnosis: the last alarm writes (when, the time written or -1 for none, deliveries
+    /// live then), the alarm invocations and RPCs this instance served.
+    alarm_writes: RefCell<VecDeque<(i64, i64, usize)>>,
+    alarms_run: Cell<u32>,
+    rpcs: Cell<u32>,
 }
 
 /// A delivery lent to a courier: the claim, the guard that keeps it live here, and when and
@@ -348,6 +353,11 @@ impl QueueObject {
         };
         self.planned.set(at);
         self.durable.set(Some(at));
+        let mut writes = self.alarm_writes.borrow_mut();
+        writes.push_back((now_ms(), at.unwrap_or(-1), self.live.borrow().len()));
+        if writes.len() > 4 {
+            writes.pop_front();
+        }
     }
 
     /// The alarm storage holds as a core call's starting point (unknown: any decision is
@@ -370,13 +380,22 @@ impl QueueObject {
     /// seconds. Once written, a beat is not moved later while the loop runs; an alarm that
     /// fires meanwhile joins the loop and the next pass writes the next beat.
     async fn apply_loop_alarm(&self, alarm: &Alarm, exact: bool) -> std::result::Result<(), RpcError> {
+        let running = !self.live.borrow().is_empty();
         let want = match alarm.change() {
             Some(AlarmChange::Set(at)) => Some(at),
             Some(AlarmChange::Delete) => None,
+            // No decision (a claim with no room): the beat still holds while deliveries run,
+            // against the alarm as last written (an enqueue's lease deadline, say).
+            None if running => match self.durable.get() {
+                Some(held) => held,
+                None => return Ok(()),
+            },
             None => return Ok(()),
         };
-        self.planned.set(want);
-        let want = with_heartbeat(want, now_ms(), !self.live.borrow().is_empty());
+        if alarm.change().is_some() {
+            self.planned.set(want);
+        }
+        let want = with_heartbeat(want, now_ms(), running);
         let mut alarm = Alarm::unknown();
         match want {
             Some(at) => alarm.set(at),
@@ -499,6 +518,7 @@ impl QueueObject {
     }
 
     async fn rpc(&self, method: &str, name: &str, body: &[u8]) -> Array {
+        self.rpcs.set(self.rpcs.get() + 1);
         self.name.learn(name);
         let args = match args_or_refusal(body) {
             Ok(a) => a,
@@ -931,6 +951,9 @@ impl QueueObject {
             lent_count: Cell::new(0),
             last_pass: Cell::new(0),
             born: now_ms(),
+            alarm_writes: RefCell::new(VecDeque::new()),
+            alarms_run: Cell::new(0),
+            rpcs: Cell::new(0),
             config: Rc::new(cfg),
         }
     }
@@ -950,6 +973,7 @@ impl QueueObject {
     /// for the [`alarm readers`](Self::alarm_readers) (`-1` none set), else `NaN`.
     #[wasm_bindgen(js_name = rpcCall)]
     pub fn rpc_call(&self, method: &str, name: &str, body: &[u8], direct: bool, current: f64, asked: JsValue) -> Array {
+        self.rpcs.set(self.rpcs.get() + 1);
         if let Some(reply) = lease_holder_reply(&self.lifecycle, method, body) {
             return reply;
         }
@@ -1012,6 +1036,7 @@ impl QueueObject {
 
     /// The delivery loop. Throws only when its first claim fails (the platform retries).
     pub async fn alarm(&self) -> std::result::Result<(), JsValue> {
+        self.alarms_run.set(self.alarms_run.get() + 1);
         if self.courier_role().is_some() {
             // A courier: its loop (the one its wake-up started, if running).
             if self.courier_looping.get() {
@@ -1058,7 +1083,10 @@ impl QueueObject {
     /// headers at once, never above 6), `queuedConnections` (those that waited for a
     /// place), `connections`, `direct` (deliveries made here), `lent` (given to couriers),
     /// `pace` (the concurrency limit now), `awakeCouriers`; and for a diagnosis:
-    /// `bornAgoMs` (since this instance was made), `looping` (a delivery or courier loop),
+    /// `bornAgoMs` (since this instance was made), `recovered`, `alarmsRun`, `rpcs` (a
+    /// synchronous call that falls back to the asynchronous path counts twice),
+    /// `alarmWrites` (the last four: [ms ago, ms ahead of then or -1, deliveries live]),
+    /// `looping` (a delivery or courier loop),
     /// `lastPassAgoMs` (since the delivery loop's last pass, -1 for never), `live`,
     /// `sending`, `lending`, `outbox`, `held` (the connections waiting for headers, by
     /// use) and `oldestHeldMs`.
@@ -1075,6 +1103,23 @@ impl QueueObject {
             ("pace", Value::num(self.pace.borrow().limit() as f64)),
             ("awakeCouriers", Value::num(self.couriers.borrow().awake() as f64)),
             ("bornAgoMs", Value::num((now_ms() - self.born) as f64)),
+            ("recovered", Value::Bool(self.recovered.get())),
+            ("alarmsRun", Value::num(f64::from(self.alarms_run.get()))),
+            ("rpcs", Value::num(f64::from(self.rpcs.get()))),
+            (
+                "alarmWrites",
+                Value::Array(
+                    self.alarm_writes
+                        .borrow()
+                        .iter()
+                        .map(|&(when, at, live)| {
+                            let ago = now_ms() - when;
+                            let ahead = if at < 0 { -1.0 } else { (at - when) as f64 };
+                            Value::Array(vec![Value::num(ago as f64), Value::num(ahead), Value::num(live as f64)])
+                        })
+                        .collect(),
+                ),
+            ),
             ("looping", Value::Bool(self.looping.get() || self.courier_looping.get())),
             ("lastPassAgoMs", Value::num(if self.last_pass.get() > 0 { (now_ms() - self.last_pass.get()) as f64 } else { -1.0 })),
             ("live", Value::num(self.live.borrow().len() as f64)),

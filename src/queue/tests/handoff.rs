@@ -61,7 +61,10 @@ fn with_a_loop_running_the_alarm_only_backs_up_the_lease() {
     let mut sim = Sim::new();
     let (_, claimed) = sim.enqueue_offered(request("m1"), 2, true);
     assert!(claimed.is_some());
-    assert_eq!(sim.alarm, Some(deadline()));
+    // Not the lease's deadline (5 minutes out): the heartbeat, so that a successor of an
+    // instance that dies recovers the message within seconds.
+    assert!(deadline() > T0 + crate::queue::delivery::HEARTBEAT_MS);
+    assert_eq!(sim.alarm, Some(T0 + crate::queue::delivery::HEARTBEAT_MS));
     // An earlier alarm stays.
     sim.alarm = Some(T0 + 500);
     let (_, claimed) = sim.enqueue_offered(request("m2"), 3, true);
