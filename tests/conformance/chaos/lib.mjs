@@ -351,7 +351,7 @@ export async function runTrial({
       }
       if (Date.now() - advancedAt < STALL_MS || stalledLife === life) return;
       stalledLife = life;
-      const snap = { at: new Date().toISOString().slice(11, 23), life, upMs: Date.now() - readyAt, steps: done };
+      const snap = { at: at(Date.now()), life, upMs: Date.now() - readyAt, steps: done };
       if (serverKind === "ours") snap.queue = await queueDiagnosis(w, app.port).catch((err) => ({ error: String(err) }));
       const trace = await app.trace().catch(() => []);
       const open = trace.filter((e) => e.end === 0);
@@ -464,15 +464,10 @@ export async function runTrial({
       } else if (r.status !== "completed") {
         // The app logs the error that failed a run; the client's transport error (the World
         // unreachable) is one the runtime does not take for a World error (see chaos.mjs).
-        const logged = app.log();
-        const match = new RegExp(`Error while running workflow\\s+FleetTransportError\\s+run\\s+${p.runId}`).exec(logged);
-        // What the client could not reach, and why (the error's message and cause).
-        const detail = match ? logged.slice(match.index + match[0].length, match.index + match[0].length + 700).replace(/\s+/g, " ") : "";
-        const call = detail.match(/fleet unreachable at \S+/)?.[0];
-        const cause = detail.match(/(?:code|errno|cause)[^,}]{0,80}/g)?.slice(0, 3).join("; ");
+        const transport = new RegExp(`Error while running workflow\\s+FleetTransportError\\s+run\\s+${p.runId}`).test(app.log());
         failures.push({
           ...describe(p),
-          problem: `${r.status}: ${JSON.stringify(r.error)?.slice(0, 300)}${match ? ` — the app logged FleetTransportError for it (the client's transport error, which the runtime took for the workflow's own): ${call ?? ""} ${cause ?? ""}` : ""}`,
+          problem: `${r.status}: ${JSON.stringify(r.error)?.slice(0, 300)}${transport ? " — the app logged FleetTransportError for it (the client's transport error, which the runtime took for the workflow's own)" : ""}`,
         });
       } else {
         lastCompletedAt = Math.max(lastCompletedAt, ms(r.completedAt));
@@ -548,7 +543,7 @@ export async function runTrial({
       queue,
       stalls,
       openRequests: failures.length
-        ? trace.filter((e) => e.kind === "request" && e.end === 0).slice(-10).map((e) => `${e.path} ${e.method ?? ""} ${e.eventType ?? ""} ${e.runId ?? ""} open since ${new Date(e.start).toISOString().slice(11, 23)}`)
+        ? trace.filter((e) => e.kind === "request" && e.end === 0).slice(-10).map((e) => `${e.path} ${e.method ?? ""} ${e.eventType ?? ""} ${e.runId ?? ""} open since ${at(e.start)}`)
         : undefined,
       lastDeliveries: failures.length ? trace.filter((e) => e.kind === "delivery").slice(-8).map((e) => `${e.status ?? "—"} ${e.end > 0 ? Math.round(e.end - e.start) : "open"} ms ${e.messageId ?? ""} attempt ${e.attempt ?? "?"}`) : undefined,
     };
@@ -607,6 +602,9 @@ function describe(p) {
   return { runId: p.runId, workflow: `${p.workflow}#${p.index}`, args: p.workflow === "chaosPayload" ? [p.args[0], `${p.args[1]} KB`, p.args[2]] : p.args };
 }
 
+/** An epoch-ms instant as the time of day (UTC, to the millisecond), for the trial's lines. */
+const at = (v) => (Number.isFinite(v) ? new Date(v).toISOString().slice(11, 23) : "—");
+
 const secs = (v) => (v === null || v === undefined ? "—" : `${(v / 1000).toFixed(1)} s`);
 
 /** The trial's printed form: one headline and the details that matter. */
@@ -640,7 +638,6 @@ export function formatTrial(t, label = "") {
     const eg = t.repeatedAttempts.slice(0, 3).map((d) => `${d.messageId} attempts ${d.attempts.join(",")}`);
     lines.push(`      ${t.repeatedAttempts.length} messages delivered again under an attempt number already used (${eg.join("; ")})`);
   }
-  const at = (v) => (Number.isFinite(v) ? new Date(v).toISOString().slice(11, 23) : "—");
   if (!t.ok) lines.push(`      kills at ${t.kills.map((k) => `${at(k.killedAt)} (up ${k.upMs} ms, back after ${k.downMs} ms)`).join(", ")}`);
   for (const x of t.lostCompletions) {
     const found = x.completedAt === undefined ? "none in the events" : `the events' one created ${at(x.completedAt)}`;
