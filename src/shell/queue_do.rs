@@ -70,7 +70,7 @@ use crate::queue::pace::{
 };
 use crate::queue::state::{INFLIGHT_PREFIX, LEGACY_INFLIGHT_PREFIX};
 use crate::queue::{self, Lifecycle};
-use crate::store::alarm::{Alarm, AlarmChange};
+use crate::store::alarm::{written_at, Alarm, AlarmChange};
 use crate::store::buffered::Fallback;
 use crate::store::{ListOptions, Store};
 use crate::wire::js::to_js_string;
@@ -334,7 +334,8 @@ impl QueueHost for QueueObject {
 impl QueueObject {
     /// Apply a core call's alarm change (issued synchronously, then awaited).
     async fn apply_alarm(&self, alarm: &Alarm) -> std::result::Result<(), RpcError> {
-        let change = alarm.change();
+        // As written (never at or before now), so what is noted is what storage holds.
+        let change = alarm.change().map(|c| c.as_written(now_ms()));
         self.note_alarm(change);
         let written = apply_alarm(&self.storage, change).await;
         if written.is_err() {
@@ -395,7 +396,10 @@ impl QueueObject {
         if alarm.change().is_some() {
             self.planned.set(want);
         }
-        let want = with_heartbeat(want, now_ms(), running);
+        // Compared as written (a due time becomes now + 1), so a pass that finds work due
+        // again does not rewrite the alarm an earlier pass armed for it.
+        let now = now_ms();
+        let want = with_heartbeat(want, now, running).map(|at| written_at(at, now));
         let mut alarm = Alarm::unknown();
         match want {
             Some(at) => alarm.set(at),
@@ -1004,7 +1008,7 @@ impl QueueObject {
             Ok(Err(e)) => Err(e),
             Err(fallback) => return fallback_reply(&fallback),
         };
-        let change = alarm.change();
+        let change = alarm.change().map(|c| c.as_written(now_ms()));
         if result.is_ok() {
             // The class writes it right after this call (and calls `forgetAlarm` if that fails).
             self.note_alarm(change);

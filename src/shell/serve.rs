@@ -49,9 +49,10 @@ pub fn now_ms() -> i64 {
     js_sys::Date::now() as i64
 }
 
-/// The alarm slot of a reply.
+/// The alarm slot of a reply: the change as the class writes it, never at or before now
+/// ([`AlarmChange::as_written`]).
 pub fn alarm_slot(change: Option<AlarmChange>) -> f64 {
-    match change {
+    match change.map(|c| c.as_written(now_ms())) {
         None => f64::NAN,
         Some(AlarmChange::Delete) => -1.0,
         Some(AlarmChange::Set(at)) => at as f64,

@@ -24,6 +24,30 @@ pub enum AlarmChange {
     Delete,
 }
 
+/// An alarm time as written at `now` (see [`AlarmChange::as_written`]).
+pub fn written_at(at: i64, now: i64) -> i64 {
+    at.max(now.saturating_add(1)).min(MAX_ALARM_MS)
+}
+
+impl AlarmChange {
+    /// The change as the shell writes it at `now`: a time at or before `now` (work already
+    /// due) becomes `now + 1`, which fires as soon.
+    ///
+    /// Why: on workerd, an alarm set while an alarm handler runs to a time at or before that
+    /// handler's own scheduled time is often lost — storage keeps the time, the scheduler
+    /// drops it, and it never fires (`tests/platform-alarm.test.mjs` measures it: 7-10 in
+    /// 10). Inside a handler `Date.now()` is at or after its scheduled time, so `now + 1`
+    /// is always later. A queue shard whose delivery loop wrote such a time kept no alarm
+    /// at all, and after a restart nothing recovered its deliveries (the chaos stalls,
+    /// `docs/testing.md`).
+    pub fn as_written(self, now: i64) -> Self {
+        match self {
+            AlarmChange::Set(at) => AlarmChange::Set(written_at(at, now)),
+            AlarmChange::Delete => AlarmChange::Delete,
+        }
+    }
+}
+
 /// The object's alarm as one core call sees and changes it. The shell reads the current
 /// alarm before the transaction and applies [`Alarm::change`] right after it commits
 /// (nothing when the call failed).
@@ -89,6 +113,16 @@ mod tests {
         let mut a = Alarm::unknown();
         a.set(-5);
         assert_eq!(a.change(), Some(AlarmChange::Set(0)));
+    }
+
+    #[test]
+    fn an_alarm_is_never_written_at_or_before_now() {
+        assert_eq!(AlarmChange::Set(5).as_written(100), AlarmChange::Set(101));
+        assert_eq!(AlarmChange::Set(100).as_written(100), AlarmChange::Set(101));
+        assert_eq!(AlarmChange::Set(101).as_written(100), AlarmChange::Set(101));
+        assert_eq!(AlarmChange::Set(5_000).as_written(100), AlarmChange::Set(5_000));
+        assert_eq!(AlarmChange::Delete.as_written(100), AlarmChange::Delete);
+        assert_eq!(AlarmChange::Set(MAX_ALARM_MS).as_written(MAX_ALARM_MS), AlarmChange::Set(MAX_ALARM_MS));
     }
 
     #[test]

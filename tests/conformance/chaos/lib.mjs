@@ -410,7 +410,7 @@ export async function runTrial({
       if (sabotage === "lose-queue") {
         for (const d of readdirSync(persistDir)) if (d.endsWith("QueueDO")) rmSync(join(persistDir, d), { recursive: true, force: true });
       }
-      const entry = { k: k + 1, atProgress: before / totalSteps, killedAt, upMs: killedAt - readyAt, downMs: 0, pids };
+      const entry = { k: k + 1, atProgress: before / totalSteps, killedAt, upMs: killedAt - readyAt, downMs: 0, pids, alarms: queueAlarms(persistDir, killedAt) };
       killLog.push(entry);
       if (sabotage === "no-restart" && k === kills - 1) {
         log(`kill ${k + 1}: workerd ${pids.join(",")} SIGKILLed at ${before}/${totalSteps} steps; not restarted (sabotage)`);
@@ -563,6 +563,43 @@ export async function runTrial({
 }
 
 /** The queue shard of our worker `w`: its stats and the delivery counters of it and of its couriers that deliver. */
+// The queue objects' alarms as a kill left them, read from the persisted state (workerd's
+// SQLite files: each object's own `_cf_METADATA` alarm and the scheduler's `_cf_ALARM` row),
+// for the objects holding claims: "<id>: <claims> claims, stored <ms from the kill>,
+// scheduled <ms>" ("none": no alarm). Diagnosis only: empty without python3.
+const ALARMS_PY = `
+import sqlite3, glob, os, sys
+d, at = sys.argv[1], int(sys.argv[2])
+rows = {}
+try:
+    for r in sqlite3.connect(os.path.join(d, "metadata.sqlite")).execute("select actor_id, scheduled_time from _cf_ALARM"):
+        rows[r[0]] = r[1]
+except Exception:
+    pass
+out = []
+for f in sorted(glob.glob(os.path.join(d, "*.sqlite"))):
+    actor = os.path.basename(f)[:-7]
+    if actor == "metadata":
+        continue
+    c = sqlite3.connect(f)
+    n = c.execute("select count(*) from _cf_KV where key like 'inflight%'").fetchone()[0]
+    if n == 0:
+        continue
+    local = c.execute("select value from _cf_METADATA where id = 1").fetchone()
+    rel = lambda ns: "none" if ns is None else str(ns // 1000000 - at)
+    out.append(f"{actor[:8]}: {n} claims, stored {rel(local[0] if local else None)}, scheduled {rel(rows.get(actor))}")
+print("; ".join(out) or "no claims")
+`;
+function queueAlarms(persistDir, killedAt) {
+  const dir = readdirSync(persistDir).find((d) => d.endsWith("QueueDO"));
+  if (!dir) return "none";
+  try {
+    return execFileSync("python3", ["-c", ALARMS_PY, join(persistDir, dir), String(killedAt)], { encoding: "utf8", timeout: 10_000 }).trim();
+  } catch (e) {
+    return `unread (${String(e.message).split("\n")[0]})`;
+  }
+}
+
 async function queueDiagnosis(w, appPort) {
   const stats = await rpc({ url: w.url, secret: w.secret }, "queue", SHARD, "stats", []);
   // Plain copies: Miniflare's proxies die with the server.
@@ -638,7 +675,7 @@ export function formatTrial(t, label = "") {
     const eg = t.repeatedAttempts.slice(0, 3).map((d) => `${d.messageId} attempts ${d.attempts.join(",")}`);
     lines.push(`      ${t.repeatedAttempts.length} messages delivered again under an attempt number already used (${eg.join("; ")})`);
   }
-  if (!t.ok) lines.push(`      kills at ${t.kills.map((k) => `${at(k.killedAt)} (up ${k.upMs} ms, back after ${k.downMs} ms)`).join(", ")}`);
+  if (!t.ok) lines.push(`      kills at ${t.kills.map((k) => `${at(k.killedAt)} (up ${k.upMs} ms, back after ${k.downMs} ms; queue alarms ${k.alarms})`).join(", ")}`);
   for (const x of t.lostCompletions) {
     const found = x.completedAt === undefined ? "none in the events" : `the events' one created ${at(x.completedAt)}`;
     lines.push(`      lost: ${x.workflow} ${x.stepId}: step_completed acknowledged at ${at(x.ackAt)}, ${found}`);
