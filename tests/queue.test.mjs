@@ -451,6 +451,14 @@ test("queue: a delivery that died with the runtime is recovered by the next inst
     // Not at the in-flight deadline (timeout + 30 s): at most the heartbeat ahead
     // (src/queue/delivery.rs HEARTBEAT_MS, 5 s), for the next instance to wake by.
     assert.ok(s.alarmAt <= Date.now() + 5_000, `armed at most the heartbeat ahead: ${JSON.stringify(s)}`);
+    // The runtime sends the message again (its key is known: deduplicated). Such a call
+    // schedules the queue's exact next wake-up — here the delivery's lease deadline — and,
+    // while deliveries run, no later than the heartbeat either (src/queue/delivery.rs
+    // `call_alarm_change`); the runtime dies right after it.
+    const dup = await w.rpc("queue", "q:0", "enqueue", [enqueueRequest("msg_orphan_dup", counting.url, { idempotencyKey: "k-orphan" })]);
+    assert.equal(dup.deduped, true);
+    const after = await w.rpc("queue", "q:0", "stats");
+    assert.ok(after.alarmAt <= Date.now() + 5_000, `a deduplicated enqueue keeps the heartbeat: ${JSON.stringify(after)}`);
   } finally {
     await w.dispose();
   }

@@ -6,7 +6,7 @@
 //! Performs no I/O: the shell makes the requests.
 
 use crate::config::Config;
-use crate::store::alarm::Alarm;
+use crate::store::alarm::{Alarm, AlarmChange};
 use crate::store::{ListOptions, Store, StoreResult, Stored};
 use crate::wire::js::to_js_string;
 use crate::wire::number::number_to_string;
@@ -266,6 +266,22 @@ pub fn with_heartbeat(want: Option<i64>, now: i64, running: bool) -> Option<i64>
     }
     let beat = now.saturating_add(HEARTBEAT_MS);
     Some(want.map_or(beat, |w| w.min(beat)))
+}
+
+/// The alarm change a queue call (not the loop: an `enqueue` deduplicated, `rearmAlarm`,
+/// `expireRun`, ...) leaves, while deliveries run: no later than [`with_heartbeat`]'s beat.
+/// Those calls schedule the queue's exact next wake-up — with deliveries in flight and
+/// nothing due, their lease deadline, 5 minutes out — and a kill right after one left the
+/// successor unwoken (the chaos stall, `docs/testing.md`). No change stays no change.
+pub fn call_alarm_change(change: Option<AlarmChange>, now: i64, running: bool) -> Option<AlarmChange> {
+    let want = match change? {
+        AlarmChange::Set(at) => Some(at),
+        AlarmChange::Delete => None,
+    };
+    Some(match with_heartbeat(want, now, running) {
+        Some(at) => AlarmChange::Set(at),
+        None => AlarmChange::Delete,
+    })
 }
 
 /// The deadline in a lease key (0 when it cannot be read).

@@ -468,6 +468,20 @@ export class IndexDO extends RustObject {
 export class QueueDO extends RustObject {
   static Rust = wasm.QueueObject;
 
+  constructor(ctx, env) {
+    super(ctx, env);
+    if (env.CELLD_TRACE_ALARMS) this.trace = traceAlarms(ctx.storage, () => this.object?.alarmWhy?.() ?? "no object yet");
+  }
+
+  async alarm() {
+    this.trace?.("alarm handler starts");
+    try {
+      return await super.alarm();
+    } finally {
+      this.trace?.("alarm handler ends");
+    }
+  }
+
   /**
    * An `enqueue` that claimed its own message with no delivery loop running starts the
    * loop here, once its alarm is set and before it answers, instead of waiting for that
@@ -500,6 +514,31 @@ export class QueueDO extends RustObject {
   deliveryStats() {
     return { ...JSON.parse(this.rust().deliveryStats()), resets, lastTrap, lastPanic: globalThis.__celldPanic, recentErrors, isolateAgoMs: Date.now() - isolateBorn, made, alarms };
   }
+}
+
+/**
+ * Diagnosis only, with the variable `CELLD_TRACE_ALARMS` set (`--var CELLD_TRACE_ALARMS=1`
+ * of the chaos harness): every alarm write of this object (Rust's and the class's), with the
+ * reason Rust noted for it, and each alarm handler's start and end, kept in storage under
+ * `diag:alarms` (the last 24), so that a trial killed mid-run can be read afterwards.
+ */
+function traceAlarms(storage, why) {
+  const set = storage.setAlarm.bind(storage);
+  const del = storage.deleteAlarm.bind(storage);
+  const note = (what) => {
+    const ring = JSON.parse(storage.kv.get("diag:alarms") ?? "[]");
+    ring.push([Date.now(), what]);
+    storage.kv.put("diag:alarms", JSON.stringify(ring.slice(-24)));
+  };
+  storage.setAlarm = (at, options) => {
+    note(`set ${Number(at) - Date.now()} ms ahead: ${why()}`);
+    return set(at, options);
+  };
+  storage.deleteAlarm = (options) => {
+    note(`delete: ${why()}`);
+    return del(options);
+  };
+  return note;
 }
 
 // The sharded index (src/shell/shards.rs): internal methods only, reached by the 0.3

@@ -59,8 +59,8 @@ use crate::protocol::hop::{Args, Ctx};
 use crate::protocol::leases::HolderName;
 use crate::queue::courier::{decode_report, encode_item, is_courier_method, SYNC_METHOD, WAKE_METHOD};
 use crate::queue::delivery::{
-    build_request, claim_at_most, classify, drop_expired, lease_deadline, settle, with_heartbeat, Action, ClaimMemo, Claimed, Handoff,
-    MemoWatch, Outcome, Rearm,
+    build_request, call_alarm_change, claim_at_most, classify, drop_expired, lease_deadline, settle, with_heartbeat, Action, ClaimMemo,
+    Claimed, Handoff, MemoWatch, Outcome, Rearm,
 };
 use crate::queue::driver::{
     self, LifecycleCache, QueueHost, HELD_METHOD, LEASE_METHOD, LIFECYCLE_METHOD, MISSING_RUNS_BINDING, REVOKE_METHOD,
@@ -253,7 +253,7 @@ pub struct QueueObject {
     born: i64,
     /// Diagnosis: the last alarm writes (when, the time written or -1 for none, deliveries
     /// live then), the alarm invocations and RPCs this instance served.
-    alarm_writes: RefCell<VecDeque<(i64, i64, usize)>>,
+    alarm_writes: RefCell<VecDeque<(i64, i64, usize, &'static str)>>,
     alarms_run: Cell<u32>,
     rpcs: Cell<u32>,
 }
@@ -333,10 +333,15 @@ impl QueueHost for QueueObject {
 
 impl QueueObject {
     /// Apply a core call's alarm change (issued synchronously, then awaited).
-    async fn apply_alarm(&self, alarm: &Alarm) -> std::result::Result<(), RpcError> {
+    async fn apply_alarm(&self, alarm: &Alarm, why: &'static str) -> std::result::Result<(), RpcError> {
+        self.apply_change(alarm.change(), why).await
+    }
+
+    /// [`Self::apply_alarm`] of a change.
+    async fn apply_change(&self, change: Option<AlarmChange>, why: &'static str) -> std::result::Result<(), RpcError> {
         // As written (never at or before now), so what is noted is what storage holds.
-        let change = alarm.change().map(|c| c.as_written(now_ms()));
-        self.note_alarm(change);
+        let change = change.map(|c| c.as_written(now_ms()));
+        self.note_alarm(change, why);
         let written = apply_alarm(&self.storage, change).await;
         if written.is_err() {
             self.durable.set(None);
@@ -346,7 +351,7 @@ impl QueueObject {
 
     /// Note an alarm change about to be written (here or, for a synchronous call, by the
     /// class right after the call).
-    fn note_alarm(&self, change: Option<AlarmChange>) {
+    fn note_alarm(&self, change: Option<AlarmChange>, why: &'static str) {
         let at = match change {
             Some(AlarmChange::Set(at)) => Some(at),
             Some(AlarmChange::Delete) => None,
@@ -355,10 +360,16 @@ impl QueueObject {
         self.planned.set(at);
         self.durable.set(Some(at));
         let mut writes = self.alarm_writes.borrow_mut();
-        writes.push_back((now_ms(), at.unwrap_or(-1), self.live.borrow().len()));
+        writes.push_back((now_ms(), at.unwrap_or(-1), self.live.borrow().len(), why));
         if writes.len() > 4 {
             writes.pop_front();
         }
+    }
+
+    /// The alarm change a call (not the loop) leaves: while deliveries run, no later than the
+    /// heartbeat ([`call_alarm_change`]).
+    fn call_change(&self, alarm: &Alarm) -> Option<AlarmChange> {
+        call_alarm_change(alarm.change(), now_ms(), !self.live.borrow().is_empty())
     }
 
     /// The alarm storage holds as a core call's starting point (unknown: any decision is
@@ -414,7 +425,7 @@ impl QueueObject {
         if skip {
             return Ok(());
         }
-        self.apply_alarm(&alarm).await
+        self.apply_alarm(&alarm, if exact { "loop, exact" } else { "loop" }).await
     }
 
     /// A fresh instance with `inflight:` entries and no running loop: those deliveries
@@ -435,7 +446,7 @@ impl QueueObject {
         if let Ok(true) = orphans {
             let mut alarm = Alarm::unknown();
             alarm.set(now_ms().saturating_add(1));
-            if let Err(e) = self.apply_alarm(&alarm).await {
+            if let Err(e) = self.apply_alarm(&alarm, "recovery").await {
                 log_error("recovery alarm", &e);
             }
         }
@@ -547,7 +558,7 @@ impl QueueObject {
         };
         let mut alarm = Self::starting_alarm(method, current);
         let result = match self.transact(method, name, &args, &mut alarm, None, Known::Asked(&lifecycle)) {
-            Ok(Ok(Served::Done(v))) => self.apply_alarm(&alarm).await.map(|()| v),
+            Ok(Ok(Served::Done(v))) => self.apply_change(self.call_change(&alarm), "call").await.map(|()| v),
             Ok(Ok(Served::Ask(_))) => Err(RpcError::error("queue lifecycle check did not run")),
             Ok(Err(e)) => Err(e),
             // Not produced without a mode (`in_transaction` above).
@@ -594,7 +605,7 @@ impl QueueObject {
             Err(e) => {
                 let mut retry = Alarm::unknown();
                 retry.set(now.saturating_add(CLAIM_FAILURE_RETRY_MS));
-                if let Err(e) = self.apply_alarm(&retry).await {
+                if let Err(e) = self.apply_alarm(&retry, "failed claim").await {
                     log_error("alarm after a failed claim", &e);
                 }
                 return Err(e);
@@ -781,7 +792,7 @@ impl QueueObject {
             self.courier_woken.set(true);
             let mut alarm = Alarm::unknown();
             alarm.set(now_ms());
-            self.apply_alarm(&alarm).await?;
+            self.apply_alarm(&alarm, "courier wake").await?;
         }
         Ok(Value::Bool(true))
     }
@@ -1008,10 +1019,10 @@ impl QueueObject {
             Ok(Err(e)) => Err(e),
             Err(fallback) => return fallback_reply(&fallback),
         };
-        let change = alarm.change().map(|c| c.as_written(now_ms()));
+        let change = self.call_change(&alarm).map(|c| c.as_written(now_ms()));
         if result.is_ok() {
             // The class writes it right after this call (and calls `forgetAlarm` if that fails).
-            self.note_alarm(change);
+            self.note_alarm(change, "sync call");
         }
         result_reply(result, alarm_slot(change))
     }
@@ -1029,6 +1040,15 @@ impl QueueObject {
     #[wasm_bindgen(js_name = rpcAsync)]
     pub async fn rpc_async(&self, method: String, name: String, body: Vec<u8>) -> Array {
         self.rpc(&method, &name, &body).await
+    }
+
+    /// Diagnosis (`CELLD_TRACE_ALARMS`, entry.mjs): why the alarm about to be written was
+    /// decided — the last noted write's reason, with the deliveries live and whether the loop
+    /// runs.
+    #[wasm_bindgen(js_name = alarmWhy)]
+    pub fn alarm_why(&self) -> String {
+        let why = self.alarm_writes.borrow().back().map_or("unnoted", |w| w.3);
+        format!("{why}; live {}; looping {}; durable {:?}", self.live.borrow().len(), self.looping.get(), self.durable.get())
     }
 
     /// The class could not write the alarm a synchronous call asked for: what storage
@@ -1116,10 +1136,10 @@ impl QueueObject {
                     self.alarm_writes
                         .borrow()
                         .iter()
-                        .map(|&(when, at, live)| {
+                        .map(|&(when, at, live, why)| {
                             let ago = now_ms() - when;
                             let ahead = if at < 0 { -1.0 } else { (at - when) as f64 };
-                            Value::Array(vec![Value::num(ago as f64), Value::num(ahead), Value::num(live as f64)])
+                            Value::Array(vec![Value::num(ago as f64), Value::num(ahead), Value::num(live as f64), Value::str(why)])
                         })
                         .collect(),
                 ),

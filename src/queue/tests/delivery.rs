@@ -311,3 +311,18 @@ fn the_alarm_beats_while_deliveries_run() {
     assert_eq!(with_heartbeat(Some(deadline), T0, false), Some(deadline));
     assert_eq!(with_heartbeat(None, T0, false), None);
 }
+
+#[test]
+fn a_call_moves_the_alarm_no_later_than_the_beat_while_deliveries_run() {
+    use crate::queue::delivery::{call_alarm_change, HEARTBEAT_MS};
+    use crate::store::alarm::AlarmChange::{Delete, Set};
+    let deadline = T0 + 330_000;
+    // A deduplicated enqueue (say) schedules the first lease's deadline: capped to the beat.
+    assert_eq!(call_alarm_change(Some(Set(deadline)), T0, true), Some(Set(T0 + HEARTBEAT_MS)));
+    assert_eq!(call_alarm_change(Some(Delete), T0, true), Some(Set(T0 + HEARTBEAT_MS)));
+    assert_eq!(call_alarm_change(Some(Set(T0 + 1)), T0, true), Some(Set(T0 + 1)));
+    // No change, or nothing running: the call's own.
+    assert_eq!(call_alarm_change(None, T0, true), None);
+    assert_eq!(call_alarm_change(Some(Set(deadline)), T0, false), Some(Set(deadline)));
+    assert_eq!(call_alarm_change(Some(Delete), T0, false), Some(Delete));
+}

@@ -566,9 +566,10 @@ export async function runTrial({
 // The queue objects' alarms as a kill left them, read from the persisted state (workerd's
 // SQLite files: each object's own `_cf_METADATA` alarm and the scheduler's `_cf_ALARM` row),
 // for the objects holding claims: "<id>: <claims> claims, stored <ms from the kill>,
-// scheduled <ms>" ("none": no alarm). Diagnosis only: empty without python3.
-const ALARMS_PY = `
-import sqlite3, glob, os, sys
+// scheduled <ms>" ("none": no alarm), and with `--var CELLD_TRACE_ALARMS=1` its last alarm
+// writes and handler runs (src/shell/entry.mjs `traceAlarms`). Diagnosis only: needs python3.
+const ALARMS_PY = String.raw`
+import sqlite3, glob, json, os, sys
 d, at = sys.argv[1], int(sys.argv[2])
 rows = {}
 try:
@@ -582,12 +583,21 @@ for f in sorted(glob.glob(os.path.join(d, "*.sqlite"))):
     if actor == "metadata":
         continue
     c = sqlite3.connect(f)
-    n = c.execute("select count(*) from _cf_KV where key like 'inflight%'").fetchone()[0]
+    try:
+        n = c.execute("select count(*) from _cf_KV where key like 'inflight%'").fetchone()[0]
+    except sqlite3.OperationalError:
+        continue  # an object that stored nothing yet
     if n == 0:
         continue
-    local = c.execute("select value from _cf_METADATA where id = 1").fetchone()
+    local = c.execute("select value from _cf_METADATA where key = 1").fetchone()
     rel = lambda ns: "none" if ns is None else str(ns // 1000000 - at)
-    out.append(f"{actor[:8]}: {n} claims, stored {rel(local[0] if local else None)}, scheduled {rel(rows.get(actor))}")
+    line = f"{actor[:8]}: {n} claims, stored {rel(local[0] if local else None)}, scheduled {rel(rows.get(actor))}"
+    trace = c.execute("select value from _cf_KV where key = 'diag:alarms'").fetchone()
+    if trace:
+        text = bytes(trace[0]).decode("latin-1")
+        for t, what in json.loads(text[text.index("["):text.rindex("]") + 1])[-10:]:
+            line += f"\n        {t - at} ms: {what}"
+    out.append(line)
 print("; ".join(out) or "no claims")
 `;
 function queueAlarms(persistDir, killedAt) {
