@@ -459,6 +459,13 @@ test("queue: a delivery that died with the runtime is recovered by the next inst
     assert.equal(dup.deduped, true);
     const after = await w.rpc("queue", "q:0", "stats");
     assert.ok(after.alarmAt <= Date.now() + 5_000, `a deduplicated enqueue keeps the heartbeat: ${JSON.stringify(after)}`);
+    // Not even for the moment before the loop's next pass rewrites it: every alarm write
+    // while the delivery ran (the shard's last four: [ms ago, ms ahead, deliveries live,
+    // why]) was at most the heartbeat ahead.
+    const ns = await w.mf.getDurableObjectNamespace("WORKFLOW_QUEUE");
+    const { alarmWrites } = await ns.get(ns.idFromName("q:0")).deliveryStats();
+    assert.ok(alarmWrites.some(([, , , why]) => why === "sync call"), `the enqueue's write is among them: ${JSON.stringify(alarmWrites)}`);
+    for (const [, ahead, live] of alarmWrites) if (live > 0) assert.ok(ahead <= 5_000, `alarm writes while delivering: ${JSON.stringify(alarmWrites)}`);
   } finally {
     await w.dispose();
   }
