@@ -494,6 +494,45 @@ test("queue: a delivery that died with the runtime is recovered by the next inst
   }
 });
 
+test("queue: a fresh instance whose first call is a deduplicated enqueue still recovers a delivery that died with the runtime at once", { timeout: 60_000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), "celld-queue-orphan-dup-"));
+  let hang = true;
+  let arrivals = 0;
+  const counting = await startQueueTarget(() => {
+    arrivals++;
+    return hang ? new Promise(() => {}) : { status: 200 };
+  });
+  let w = await startWorker({ persistDir: dir });
+  try {
+    await w.rpc("queue", "q:0", "enqueue", [enqueueRequest("msg_orphan_a", counting.url, { idempotencyKey: "k-orphan-a" })]);
+    const deadline = Date.now() + 10_000;
+    while (arrivals === 0 && Date.now() < deadline) await sleep(20);
+    assert.equal(arrivals, 1, "the first delivery reached the target");
+  } finally {
+    await w.dispose();
+  }
+  hang = false;
+  w = await startWorker({ persistDir: dir });
+  try {
+    // The runtime, back, sends the message again. The fresh instance arms its recovery
+    // alarm (now), then the call schedules the queue's next wake-up — the dead delivery's
+    // lease deadline, 5 minutes out — and must not put the alarm there
+    // (src/queue/delivery.rs `call_alarm_change`).
+    const restartedAt = Date.now();
+    const dup = await w.rpc("queue", "q:0", "enqueue", [enqueueRequest("msg_orphan_a2", counting.url, { idempotencyKey: "k-orphan-a" })]);
+    assert.equal(dup.deduped, true);
+    assert.ok(await counting.waitUntil(() => counting.deliveries.some((d) => d.status === 200), 15_000), "redelivered");
+    assert.ok(Date.now() - restartedAt < 4_000, `at once, not at the deadline nor a heartbeat later: ${Date.now() - restartedAt} ms`);
+    const again = counting.deliveries.find((d) => d.status === 200);
+    assert.equal(again.id, "msg_orphan_a");
+    assert.equal(again.attempt, "2");
+  } finally {
+    await w.dispose();
+    await counting.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 // ---- 0.4 (spec-0.4 queue.md) ------------------------------------------------------------
 
 /** A run that is terminal with a 1 ms retention: its run DO reports it `expired` at once. */

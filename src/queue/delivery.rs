@@ -269,16 +269,24 @@ pub fn with_heartbeat(want: Option<i64>, now: i64, running: bool) -> Option<i64>
 }
 
 /// The alarm change a queue call (not the loop: an `enqueue` deduplicated, `rearmAlarm`,
-/// `expireRun`, ...) leaves, while deliveries run: no later than [`with_heartbeat`]'s beat.
-/// Those calls schedule the queue's exact next wake-up — with deliveries in flight and
-/// nothing due, their lease deadline, 5 minutes out — and a kill right after one left the
-/// successor unwoken (the chaos stall, `docs/testing.md`). No change stays no change.
-pub fn call_alarm_change(change: Option<AlarmChange>, now: i64, running: bool) -> Option<AlarmChange> {
+/// `expireRun`, ...) leaves: while deliveries run, no later than [`with_heartbeat`]'s beat,
+/// and while claims a dead instance left wait for recovery, no later than the alarm armed
+/// to recover them (`recovery`). Those calls schedule the queue's exact next wake-up — with
+/// deliveries in flight and nothing due, the first lease's deadline, 5 minutes out — and
+/// that write replaced the beat or the recovery alarm: a kill right after one, or a fresh
+/// instance whose only calls were such, left the claims undelivered (the chaos stalls,
+/// `docs/testing.md`). No change stays no change.
+pub fn call_alarm_change(change: Option<AlarmChange>, now: i64, running: bool, recovery: Option<i64>) -> Option<AlarmChange> {
     let want = match change? {
         AlarmChange::Set(at) => Some(at),
         AlarmChange::Delete => None,
     };
-    Some(match with_heartbeat(want, now, running) {
+    let want = match (with_heartbeat(want, now, running), recovery) {
+        (Some(at), Some(r)) => Some(at.min(r)),
+        (at, None) => at,
+        (None, r) => r,
+    };
+    Some(match want {
         Some(at) => AlarmChange::Set(at),
         None => AlarmChange::Delete,
     })

@@ -213,6 +213,9 @@ pub struct QueueObject {
     durable: Cell<Option<Option<i64>>>,
     /// Whether this instance checked for in-flight entries left by a previous one.
     recovered: Cell<bool>,
+    /// The alarm armed to recover the in-flight entries a previous instance left, until a
+    /// claim recovers them (calls keep the alarm no later: [`call_alarm_change`]).
+    recovery_due: Cell<Option<i64>>,
     /// What the claims know of the fence-compaction and 0.3 claim families (every store
     /// handed to a core is a [`MemoWatch`] over it).
     memo: RefCell<ClaimMemo>,
@@ -252,7 +255,8 @@ pub struct QueueObject {
     /// When this instance was made (ms; diagnosis: an instance made afresh mid-run).
     born: i64,
     /// Diagnosis: the last alarm writes (when, the time written or -1 for none, deliveries
-    /// live then), the alarm invocations and RPCs this instance served.
+    /// live then, why: which path decided it), the alarm invocations and RPCs this instance
+    /// served.
     alarm_writes: RefCell<VecDeque<(i64, i64, usize, &'static str)>>,
     alarms_run: Cell<u32>,
     rpcs: Cell<u32>,
@@ -367,9 +371,9 @@ impl QueueObject {
     }
 
     /// The alarm change a call (not the loop) leaves: while deliveries run, no later than the
-    /// heartbeat ([`call_alarm_change`]).
+    /// heartbeat, and no later than a pending recovery ([`call_alarm_change`]).
     fn call_change(&self, alarm: &Alarm) -> Option<AlarmChange> {
-        call_alarm_change(alarm.change(), now_ms(), !self.live.borrow().is_empty())
+        call_alarm_change(alarm.change(), now_ms(), !self.live.borrow().is_empty(), self.recovery_due.get())
     }
 
     /// The alarm storage holds as a core call's starting point (unknown: any decision is
@@ -444,8 +448,10 @@ impl QueueObject {
             Ok(any)
         });
         if let Ok(true) = orphans {
+            let at = written_at(now_ms(), now_ms());
+            self.recovery_due.set(Some(at));
             let mut alarm = Alarm::unknown();
-            alarm.set(now_ms().saturating_add(1));
+            alarm.set(at);
             if let Err(e) = self.apply_alarm(&alarm, "recovery").await {
                 log_error("recovery alarm", &e);
             }
@@ -601,7 +607,11 @@ impl QueueObject {
         // What the claim listed holds even when it rolled back (see `ClaimMemo`).
         *self.memo.borrow_mut() = memo;
         let claims = match claimed {
-            Ok(c) => c,
+            Ok(c) => {
+                // It recovered what a previous instance left (the rest, if any, it rearmed for).
+                self.recovery_due.set(None);
+                c
+            }
             Err(e) => {
                 let mut retry = Alarm::unknown();
                 retry.set(now.saturating_add(CLAIM_FAILURE_RETRY_MS));
@@ -948,6 +958,7 @@ impl QueueObject {
             planned: Cell::new(None),
             durable: Cell::new(None),
             recovered: Cell::new(false),
+            recovery_due: Cell::new(None),
             memo: RefCell::new(ClaimMemo::default()),
             handed: RefCell::new(Vec::new()),
             taking: Cell::new(false),

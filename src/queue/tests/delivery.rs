@@ -313,16 +313,20 @@ fn the_alarm_beats_while_deliveries_run() {
 }
 
 #[test]
-fn a_call_moves_the_alarm_no_later_than_the_beat_while_deliveries_run() {
+fn a_call_moves_the_alarm_no_later_than_the_beat_or_a_pending_recovery() {
     use crate::queue::delivery::{call_alarm_change, HEARTBEAT_MS};
     use crate::store::alarm::AlarmChange::{Delete, Set};
     let deadline = T0 + 330_000;
     // A deduplicated enqueue (say) schedules the first lease's deadline: capped to the beat.
-    assert_eq!(call_alarm_change(Some(Set(deadline)), T0, true), Some(Set(T0 + HEARTBEAT_MS)));
-    assert_eq!(call_alarm_change(Some(Delete), T0, true), Some(Set(T0 + HEARTBEAT_MS)));
-    assert_eq!(call_alarm_change(Some(Set(T0 + 1)), T0, true), Some(Set(T0 + 1)));
-    // No change, or nothing running: the call's own.
-    assert_eq!(call_alarm_change(None, T0, true), None);
-    assert_eq!(call_alarm_change(Some(Set(deadline)), T0, false), Some(Set(deadline)));
-    assert_eq!(call_alarm_change(Some(Delete), T0, false), Some(Delete));
+    assert_eq!(call_alarm_change(Some(Set(deadline)), T0, true, None), Some(Set(T0 + HEARTBEAT_MS)));
+    assert_eq!(call_alarm_change(Some(Delete), T0, true, None), Some(Set(T0 + HEARTBEAT_MS)));
+    assert_eq!(call_alarm_change(Some(Set(T0 + 1)), T0, true, None), Some(Set(T0 + 1)));
+    // A fresh instance found claims of a dead one and armed their recovery: kept.
+    assert_eq!(call_alarm_change(Some(Set(deadline)), T0, false, Some(T0 + 1)), Some(Set(T0 + 1)));
+    assert_eq!(call_alarm_change(Some(Delete), T0, false, Some(T0 + 1)), Some(Set(T0 + 1)));
+    assert_eq!(call_alarm_change(Some(Set(T0 - 5)), T0, true, Some(T0 + 1)), Some(Set(T0 - 5)));
+    // No change, or nothing running nor to recover: the call's own.
+    assert_eq!(call_alarm_change(None, T0, true, Some(T0 + 1)), None);
+    assert_eq!(call_alarm_change(Some(Set(deadline)), T0, false, None), Some(Set(deadline)));
+    assert_eq!(call_alarm_change(Some(Delete), T0, false, None), Some(Delete));
 }
