@@ -1120,7 +1120,7 @@ impl QueueObject {
     /// `pace` (the concurrency limit now), `awakeCouriers`; and for a diagnosis:
     /// `bornAgoMs` (since this instance was made), `recovered`, `alarmsRun`, `rpcs` (a
     /// synchronous call that falls back to the asynchronous path counts twice),
-    /// `alarmWrites` (the last four: [ms ago, ms ahead of then or -1, deliveries live]),
+    /// `alarmWrites` (the last four: [ms ago, ms ahead of then or -1, deliveries live, why]),
     /// `looping` (a delivery or courier loop),
     /// `lastPassAgoMs` (since the delivery loop's last pass, -1 for never), `live`,
     /// `sending`, `lending`, `outbox`, `held` (the connections waiting for headers, by
