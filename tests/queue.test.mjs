@@ -431,21 +431,43 @@ test("queue: admin methods on a fresh cell and argument edge cases", { timeout: 
   });
 });
 
-test("queue: a delivery that died with the runtime is recovered by the next instance, not at its deadline", { timeout: 60_000 }, async () => {
-  const dir = mkdtempSync(join(tmpdir(), "celld-queue-orphan-"));
+/**
+ * A target whose deliveries get no answer until `release()` (the first dies with the
+ * runtime), and `start(w, id, key)`: enqueue `id` on q:0 and wait for its first delivery.
+ */
+async function hangingTarget() {
   let hang = true;
-  // While `hang`, the first delivery never gets an answer (it dies with the runtime).
   let arrivals = 0;
   const counting = await startQueueTarget(() => {
     arrivals++;
     return hang ? new Promise(() => {}) : { status: 200 };
   });
-  let w = await startWorker({ persistDir: dir });
-  try {
-    await w.rpc("queue", "q:0", "enqueue", [enqueueRequest("msg_orphan", counting.url, { idempotencyKey: "k-orphan" })]);
+  const start = async (w, id, key) => {
+    await w.rpc("queue", "q:0", "enqueue", [enqueueRequest(id, counting.url, { idempotencyKey: key })]);
     const deadline = Date.now() + 10_000;
     while (arrivals === 0 && Date.now() < deadline) await sleep(20);
     assert.equal(arrivals, 1, "the first delivery reached the target");
+  };
+  return { counting, start, release: () => (hang = false) };
+}
+
+/** Waits for the redelivery of `id` after a restart at `restartedAt`: within `withinMs`, attempt 2. */
+async function assertRedelivered(counting, id, restartedAt, withinMs, what) {
+  assert.ok(await counting.waitUntil(() => counting.deliveries.some((d) => d.status === 200), 15_000), `redelivered ${what}`);
+  assert.ok(Date.now() - restartedAt < withinMs, `${what}: ${Date.now() - restartedAt} ms`);
+  const again = counting.deliveries.find((d) => d.status === 200);
+  assert.equal(again.id, id);
+  // The first delivery reached the target before the runtime died, so this one is a
+  // redelivery: attempt 2, never 1 again (src/queue/state.rs LOST_DELIVERIES).
+  assert.equal(again.attempt, "2");
+}
+
+test("queue: a delivery that died with the runtime is recovered by the next instance, not at its deadline", { timeout: 60_000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), "celld-queue-orphan-"));
+  const { counting, start, release } = await hangingTarget();
+  let w = await startWorker({ persistDir: dir });
+  try {
+    await start(w, "msg_orphan", "k-orphan");
     const s = await w.rpc("queue", "q:0", "stats");
     assert.equal(s.inflight, 1);
     // Not at the in-flight deadline (timeout + 30 s): at most the heartbeat ahead
@@ -469,19 +491,12 @@ test("queue: a delivery that died with the runtime is recovered by the next inst
   } finally {
     await w.dispose();
   }
-  hang = false;
+  release();
   w = await startWorker({ persistDir: dir });
   try {
     // No call comes (every run waits on that delivery): the alarm wakes the fresh
     // instance, which finds the orphaned claim no longer live and delivers it again.
-    const restartedAt = Date.now();
-    assert.ok(await counting.waitUntil(() => counting.deliveries.some((d) => d.status === 200), 15_000), "redelivered with no call");
-    assert.ok(Date.now() - restartedAt < 12_000, "within the heartbeat, not at the deadline");
-    const again = counting.deliveries.find((d) => d.status === 200);
-    assert.equal(again.id, "msg_orphan");
-    // The first delivery reached the target before the runtime died, so this one is a
-    // redelivery: attempt 2, never 1 again (src/queue/state.rs LOST_DELIVERIES).
-    assert.equal(again.attempt, "2");
+    await assertRedelivered(counting, "msg_orphan", Date.now(), 12_000, "with no call, within the heartbeat, not at the deadline");
     await sleep(200);
     assert.deepEqual(await w.rpc("queue", "q:0", "stats"), { pending: 0, inflight: 0, deadLetters: 0, alarmAt: null });
     // The dedup claim was released by the ack.
@@ -496,22 +511,14 @@ test("queue: a delivery that died with the runtime is recovered by the next inst
 
 test("queue: a fresh instance whose first call is a deduplicated enqueue still recovers a delivery that died with the runtime at once", { timeout: 60_000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), "celld-queue-orphan-dup-"));
-  let hang = true;
-  let arrivals = 0;
-  const counting = await startQueueTarget(() => {
-    arrivals++;
-    return hang ? new Promise(() => {}) : { status: 200 };
-  });
+  const { counting, start, release } = await hangingTarget();
   let w = await startWorker({ persistDir: dir });
   try {
-    await w.rpc("queue", "q:0", "enqueue", [enqueueRequest("msg_orphan_a", counting.url, { idempotencyKey: "k-orphan-a" })]);
-    const deadline = Date.now() + 10_000;
-    while (arrivals === 0 && Date.now() < deadline) await sleep(20);
-    assert.equal(arrivals, 1, "the first delivery reached the target");
+    await start(w, "msg_orphan_a", "k-orphan-a");
   } finally {
     await w.dispose();
   }
-  hang = false;
+  release();
   w = await startWorker({ persistDir: dir });
   try {
     // The runtime, back, sends the message again. The fresh instance arms its recovery
@@ -521,11 +528,7 @@ test("queue: a fresh instance whose first call is a deduplicated enqueue still r
     const restartedAt = Date.now();
     const dup = await w.rpc("queue", "q:0", "enqueue", [enqueueRequest("msg_orphan_a2", counting.url, { idempotencyKey: "k-orphan-a" })]);
     assert.equal(dup.deduped, true);
-    assert.ok(await counting.waitUntil(() => counting.deliveries.some((d) => d.status === 200), 15_000), "redelivered");
-    assert.ok(Date.now() - restartedAt < 4_000, `at once, not at the deadline nor a heartbeat later: ${Date.now() - restartedAt} ms`);
-    const again = counting.deliveries.find((d) => d.status === 200);
-    assert.equal(again.id, "msg_orphan_a");
-    assert.equal(again.attempt, "2");
+    await assertRedelivered(counting, "msg_orphan_a", restartedAt, 4_000, "at once, not at the deadline nor a heartbeat later");
   } finally {
     await w.dispose();
     await counting.close();
