@@ -277,19 +277,12 @@ pub fn with_heartbeat(want: Option<i64>, now: i64, running: bool) -> Option<i64>
 /// instance whose only calls were such, left the claims undelivered (the chaos stalls,
 /// `docs/testing.md`). No change stays no change.
 pub fn call_alarm_change(change: Option<AlarmChange>, now: i64, running: bool, recovery: Option<i64>) -> Option<AlarmChange> {
-    let want = match change? {
-        AlarmChange::Set(at) => Some(at),
-        AlarmChange::Delete => None,
-    };
-    let want = match (with_heartbeat(want, now, running), recovery) {
+    let want = match (with_heartbeat(change?.time(), now, running), recovery) {
         (Some(at), Some(r)) => Some(at.min(r)),
         (at, None) => at,
         (None, r) => r,
     };
-    Some(match want {
-        Some(at) => AlarmChange::Set(at),
-        None => AlarmChange::Delete,
-    })
+    Some(AlarmChange::to(want))
 }
 
 /// The deadline in a lease key (0 when it cannot be read).

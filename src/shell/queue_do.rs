@@ -356,11 +356,7 @@ impl QueueObject {
     /// Note an alarm change about to be written (here or, for a synchronous call, by the
     /// class right after the call).
     fn note_alarm(&self, change: Option<AlarmChange>, why: &'static str) {
-        let at = match change {
-            Some(AlarmChange::Set(at)) => Some(at),
-            Some(AlarmChange::Delete) => None,
-            None => return,
-        };
+        let Some(at) = change.map(AlarmChange::time) else { return };
         self.planned.set(at);
         self.durable.set(Some(at));
         let mut writes = self.alarm_writes.borrow_mut();
@@ -398,8 +394,7 @@ impl QueueObject {
     async fn apply_loop_alarm(&self, alarm: &Alarm, exact: bool) -> std::result::Result<(), RpcError> {
         let running = !self.live.borrow().is_empty();
         let want = match alarm.change() {
-            Some(AlarmChange::Set(at)) => Some(at),
-            Some(AlarmChange::Delete) => None,
+            Some(change) => change.time(),
             // No decision (a claim with no room): the beat still holds while deliveries run,
             // against the alarm as last written (an enqueue's lease deadline, say).
             None if running => match self.durable.get() {

@@ -30,6 +30,19 @@ pub fn written_at(at: i64, now: i64) -> i64 {
 }
 
 impl AlarmChange {
+    /// The alarm time this change leaves (`None`: no alarm).
+    pub fn time(self) -> Option<i64> {
+        match self {
+            AlarmChange::Set(at) => Some(at),
+            AlarmChange::Delete => None,
+        }
+    }
+
+    /// The change that leaves `time` (`None`: delete the alarm).
+    pub fn to(time: Option<i64>) -> Self {
+        time.map_or(AlarmChange::Delete, AlarmChange::Set)
+    }
+
     /// The change as the shell writes it at `now`: a time at or before `now` (work already
     /// due) becomes `now + 1`, which fires as soon.
     ///
