@@ -562,7 +562,6 @@ export async function runTrial({
   }
 }
 
-/** The queue shard of our worker `w`: its stats and the delivery counters of it and of its couriers that deliver. */
 // The queue objects' alarms as a kill left them, read from the persisted state (workerd's
 // SQLite files: each object's own `_cf_METADATA` alarm and the scheduler's `_cf_ALARM` row),
 // for the objects holding claims: "<id>: <claims> claims, stored <ms from the kill>,
@@ -610,6 +609,7 @@ function queueAlarms(persistDir, killedAt) {
   }
 }
 
+/** The queue shard of our worker `w`: its stats and the delivery counters of it and of its couriers that deliver. */
 async function queueDiagnosis(w, appPort) {
   const stats = await rpc({ url: w.url, secret: w.secret }, "queue", SHARD, "stats", []);
   // Plain copies: Miniflare's proxies die with the server.
