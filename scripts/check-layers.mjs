@@ -24,6 +24,7 @@ export const LAYERS = {
   config: 1,
   testing: 1, // test support with no imports of ours (block_on)
   protocol: 2, // what one object asks another: hop, shard addressing, lifecycle, leases, calls
+  admin: 4,
   facade: 4,
   coordinator: 4,
   sweep: 4,

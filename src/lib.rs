@@ -29,7 +29,7 @@
 //!    storage steps and a driver generic over its host (the queue's claim → deliver →
 //!    settle loop, the run's retention cleanup [`run::cleanup::driver`], the hook shards'
 //!    lifecycle checks), which native tests run against the real cores.
-//! 4. The front doors: [`facade`] (the 0.3 `index` binding over the shards, and the
+//! 4. The front doors: [`admin`] (the operator's `/v1/admin/…` routes), [`facade`] (the 0.3 `index` binding over the shards, and the
 //!    archive migration), [`coordinator`] (the 0.4 `/v1/index/*` operations) and
 //!    [`sweep`] (the hourly maximum-age retention sweep).
 //! 5. `shell` (wasm only) — the platform adapter: the JavaScript entry (`entry.mjs`: the
@@ -39,6 +39,7 @@
 //!
 //! Only `shell` knows about wasm; `cargo test` exercises everything else natively.
 
+pub mod admin;
 pub mod catalog;
 pub mod config;
 pub mod coordinator;

@@ -12,6 +12,7 @@ use crate::wire::js::to_js_string;
 use crate::wire::number::number_to_string;
 use crate::wire::{RpcError, Value};
 
+use super::admin::{ANSWER_EXCERPT_CHARS, LAST_ANSWER};
 use super::state::*;
 
 /// A claimed message: its row as claimed and its lease token (the exact
@@ -80,6 +81,9 @@ pub struct ClaimMemo {
     /// The first fence-compaction key (`None` inside: there is none), as a claim that
     /// compacted nothing listed it.
     pub fence_first: Option<Option<String>>,
+    /// How many lost claims the last claim put back on the schedule (deliveries a previous
+    /// instance left, or past their deadline): the operator log's `claims.recovered`.
+    pub recovered: usize,
 }
 
 /// A store that tells a [`ClaimMemo`] about the writes that could change what it holds:
@@ -152,6 +156,7 @@ pub fn claim_at_most(
     memo: &mut ClaimMemo,
 ) -> Result<Vec<Claimed>, RpcError> {
     let max_inflight = config.max_inflight()? as usize;
+    memo.recovered = 0;
     let fences = compact_fences(store, now, &mut memo.fence_first)?;
     if fences.more {
         alarm.set(now.saturating_add(MIN_ALARM_DELAY_MS));
@@ -186,6 +191,7 @@ pub fn claim_at_most(
             return Ok(Vec::new());
         }
         recovered += 1;
+        memo.recovered = recovered;
         store.delete(lease)?;
         let message_id = inflight_message_id(lease).to_string();
         if let Some(mut row) = get_row(store, &message_id)? {
@@ -428,7 +434,21 @@ pub enum Outcome {
 
 /// Whether the classification needs the response body of this status.
 pub fn needs_body(status: u16) -> bool {
-    status == 503
+    // 503 for its `timeoutSeconds`; every other failure for the excerpt kept with the
+    // message (`lastAnswer`, the operator console's).
+    !(200..=299).contains(&status) && status != 429 && !PERMANENT_STATUSES.contains(&status)
+}
+
+/// The most of a failed answer's body the shell keeps (a courier reports it to its shard).
+pub const MAX_ANSWER_BODY_BYTES: usize = 65_536;
+
+/// The start of a failed answer's body as kept with the message ([`LAST_ANSWER`]): at most
+/// [`ANSWER_EXCERPT_CHARS`] characters of its text (invalid UTF-8 replaced, control
+/// characters as spaces), `None` when there is none.
+pub fn answer_excerpt(body: Option<&[u8]>) -> Option<String> {
+    let text = String::from_utf8_lossy(body?);
+    let excerpt: String = text.trim().chars().take(ANSWER_EXCERPT_CHARS).map(|c| if c.is_control() { ' ' } else { c }).collect();
+    (!excerpt.is_empty()).then_some(excerpt)
 }
 
 /// What to do with a delivered message (§4.2 table).
@@ -443,8 +463,9 @@ pub enum Action {
     /// [`refusal_delay_ms`]) with no attempt consumed, and never reaches the
     /// dead letters. The shell's pace lowers the shard's concurrency meanwhile.
     Refused { delay_ms: i64 },
-    /// Anything else: one attempt consumed, backoff or dead letter.
-    Retry { reason: String },
+    /// Anything else: one attempt consumed, backoff or dead letter. `answer`: the start of
+    /// the answer's body ([`answer_excerpt`]), kept with the message for the console.
+    Retry { reason: String, answer: Option<String> },
 }
 
 /// `timeoutSeconds` of a 503 body when the body parses as JSON and it is a number.
@@ -456,16 +477,16 @@ fn timeout_seconds(body: &[u8]) -> Option<f64> {
 
 pub fn classify(outcome: &Outcome) -> Action {
     match outcome {
-        Outcome::Transport(error) => Action::Retry { reason: format!("transport error: {error}") },
+        Outcome::Transport(error) => Action::Retry { reason: format!("transport error: {error}"), answer: None },
         Outcome::Refused { retry_after } => Action::Refused { delay_ms: refusal_delay_ms(retry_after.as_deref()) },
         Outcome::Response { status: 429, .. } => Action::Refused { delay_ms: refusal_delay_ms(None) },
         Outcome::Response { status, .. } if (200..=299).contains(status) => Action::Ack,
         Outcome::Response { status: 503, body } => match body.as_deref().and_then(timeout_seconds) {
             Some(timeout_seconds) => Action::Redeliver { timeout_seconds },
-            None => Action::Retry { reason: "HTTP 503".into() },
+            None => Action::Retry { reason: "HTTP 503".into(), answer: answer_excerpt(body.as_deref()) },
         },
         Outcome::Response { status, .. } if PERMANENT_STATUSES.contains(status) => Action::Ack,
-        Outcome::Response { status, .. } => Action::Retry { reason: format!("HTTP {status}") },
+        Outcome::Response { status, body } => Action::Retry { reason: format!("HTTP {status}"), answer: answer_excerpt(body.as_deref()) },
     }
 }
 
@@ -598,11 +619,15 @@ pub fn settle(
             put_run_reference(store, row, Slot::Due(&schedule))?;
             Settled::Redelivering
         }
-        Action::Retry { reason } => {
+        Action::Retry { reason, answer } => {
             let attempt = row.attempt() + 1.0;
             let mut updated = row.clone();
             updated.set("attempt", Value::num(attempt));
             updated.set("lastError", Value::str(reason.as_str()));
+            match answer {
+                Some(text) => updated.set(LAST_ANSWER, Value::str(text.as_str())),
+                None => updated.remove(LAST_ANSWER),
+            }
             if attempt >= f64::from(config.queue_max_attempts) {
                 updated.set("failedAt", Value::num(now as f64));
                 let dead_key = dlq_key(now, &id);

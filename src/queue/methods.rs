@@ -10,6 +10,7 @@ use crate::store::{ListOptions, Store};
 use crate::wire::js::{member, optional_member, strict_eq, to_js_string, to_number, truthy};
 use crate::wire::{Map, RpcError, Value};
 
+use super::admin::LAST_ANSWER;
 use super::delivery::{with_heartbeat, Claimed, Handoff};
 use super::state::*;
 
@@ -208,7 +209,13 @@ pub fn list_dead_letters(store: &mut dyn Store, args: Args) -> Result<Value, Rpc
     let has_more = page.truncated || (entries.len() as f64) > limit;
     let mut data = Vec::with_capacity(page_len);
     for (key, text) in entries.iter().take(page_len) {
-        data.push(decode_entry(key, text)?);
+        // The rows as the producer sent them (and the reference echoes them): without the
+        // console's excerpt.
+        let mut row = decode_entry(key, text)?;
+        if let Value::Object(members) = &mut row {
+            members.remove(LAST_ANSWER);
+        }
+        data.push(row);
     }
     let mut out = Map::new();
     out.insert("data".into(), Value::Array(data));
@@ -262,6 +269,7 @@ pub fn redrive_dead_letter(
         let mut row = dead;
         row.remove("failedAt");
         row.remove("lastError");
+        row.remove(LAST_ANSWER);
         row.remove(LOST_DELIVERIES);
         row.set("attempt", Value::num(0.0));
 

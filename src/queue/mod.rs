@@ -53,10 +53,13 @@
 //! Knows no other core (a run's lifecycle arrives through [`crate::protocol::leases`]) and
 //! nothing of the platform: HTTP and the alarm API are the shell's.
 
+pub mod admin;
 pub mod courier;
 pub mod delivery;
 pub mod driver;
+pub mod logs;
 pub mod methods;
+pub mod metrics;
 pub mod pace;
 pub mod state;
 

@@ -241,6 +241,11 @@ impl Pace {
         }
     }
 
+    /// The most deliveries it ever allows (`QUEUE_MAX_INFLIGHT`).
+    pub fn ceiling(&self) -> usize {
+        self.ceiling as usize
+    }
+
     /// How many deliveries may run at once now.
     pub fn limit(&self) -> usize {
         self.limit.floor() as usize
@@ -309,11 +314,14 @@ enum Courier {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Couriers {
     state: Vec<Courier>,
+    /// Couriers taken for lost (silent past their stale time) and how long they had been
+    /// silent, until [`Couriers::take_lost`] (the operator log's `courier.lost`).
+    lost: Vec<(usize, i64)>,
 }
 
 impl Default for Couriers {
     fn default() -> Self {
-        Couriers { state: vec![Courier::Asleep; MAX_COURIERS] }
+        Couriers { state: vec![Courier::Asleep; MAX_COURIERS], lost: Vec::new() }
     }
 }
 
@@ -324,14 +332,17 @@ impl Couriers {
     /// first; they count as woken from now. A courier silent past its stale time
     /// ([`COURIER_STALE_MS`], [`BUSY_COURIER_STALE_MS`]) counts as asleep.
     pub fn to_wake(&mut self, waiting: usize, now: i64) -> Vec<usize> {
-        for c in &mut self.state {
-            let stale = match c {
-                Courier::Woken(at) => now.saturating_sub(*at) > COURIER_STALE_MS,
-                Courier::Busy(at) => now.saturating_sub(*at) > BUSY_COURIER_STALE_MS,
-                Courier::Asleep => false,
+        for (index, c) in self.state.iter_mut().enumerate() {
+            let (stale, since) = match c {
+                Courier::Woken(at) => (now.saturating_sub(*at) > COURIER_STALE_MS, *at),
+                Courier::Busy(at) => (now.saturating_sub(*at) > BUSY_COURIER_STALE_MS, *at),
+                Courier::Asleep => (false, now),
             };
             if stale {
                 *c = Courier::Asleep;
+                if self.lost.len() < MAX_COURIERS {
+                    self.lost.push((index, now.saturating_sub(since)));
+                }
             }
         }
         let coming = self.state.iter().filter(|c| matches!(c, Courier::Woken(_))).count() * COURIER_SLOTS;
@@ -362,6 +373,11 @@ impl Couriers {
         if let Some(c) = self.state.get_mut(index) {
             *c = Courier::Asleep;
         }
+    }
+
+    /// The couriers taken for lost since the last call, with how long each had been silent.
+    pub fn take_lost(&mut self) -> Vec<(usize, i64)> {
+        std::mem::take(&mut self.lost)
     }
 
     /// How many are awake (woken or busy).
@@ -628,7 +644,13 @@ mod tests {
         let again = c.to_wake(10_000, 20 + COURIER_STALE_MS + 1);
         assert_eq!(again.len(), MAX_COURIERS - 2, "the woken ones, not the two busy ones");
         assert!(!again.contains(&2));
+        // Each taken for lost once, with how long it had been silent (the operator log).
+        let lost = c.take_lost();
+        assert_eq!(lost.len(), MAX_COURIERS - 2);
+        assert!(lost.iter().all(|(i, silent)| *i != 2 && *silent > COURIER_STALE_MS));
+        assert!(c.take_lost().is_empty());
         assert_eq!(c.to_wake(10_000, 20 + BUSY_COURIER_STALE_MS + 1).len(), MAX_COURIERS);
+        assert_eq!(c.take_lost().iter().filter(|(i, _)| *i == 2).count(), 1, "the busy one, later");
         c.heard(999, 0, true);
     }
 

@@ -81,23 +81,27 @@ const MEMO_LIMIT = 512;
 const SMALL_LENGTH = /^[0-9]{1,7}$/;
 const memo = new Map();
 let memoSecret;
+let memoPrevious;
 
 function decide(request, env, authorization, contentLength) {
   const method = request.method;
   const pathname = pathnameOf(request.url);
   const secret = env.WORLD_SECRET;
+  // During a rotation (docs/operations.md): the previous secret, accepted while it is set.
+  const previous = env.WORLD_SECRET_PREVIOUS;
   const small = contentLength === null || SMALL_LENGTH.test(contentLength);
   const key = small && authorization !== null ? method + " " + authorization + " " + pathname : null;
   if (key !== null) {
-    if (memoSecret !== secret) {
+    if (memoSecret !== secret || memoPrevious !== previous) {
       memo.clear();
       memoSecret = secret;
+      memoPrevious = previous;
     }
     const hit = memo.get(key);
     if (hit !== undefined) return hit;
   }
   checkReset();
-  const decision = wasm.route(method, pathname, authorization, secret, contentLength);
+  const decision = wasm.route(method, pathname, authorization, secret, previous, contentLength);
   const kind = decision.charCodeAt(0);
   if (key !== null && (kind === 70 /* F */ || kind === 88 /* X */ || kind === 73 /* I */)) {
     if (memo.size >= MEMO_LIMIT) memo.clear();
@@ -112,6 +116,10 @@ async function route(request, env) {
   const decision = decide(request, env, headers.get("authorization"), contentLength);
   const kind = decision.charCodeAt(0);
   if (kind === 65 /* A */) return respond(decision);
+  // C<file>: the operator console's static files (src/shell/console.rs).
+  if (kind === 67 /* C */) return consoleFile(decision.slice(1), request.method);
+  // M: /v1/admin/… (src/shell/admin.rs); their POSTs take no body.
+  if (kind === 77 /* M */) return admin(request, env);
   // S<segment>: the binary stream route reads its own body (its own limits).
   if (kind === 83 /* S */) return streamChunks(request, env, decision.slice(1));
   const body = await readLimited(request, contentLength, MAX_BODY_BYTES);
@@ -131,6 +139,25 @@ async function route(request, env) {
     return respond(wasm.hopFailed(String(e?.message ?? e)));
   }
   return new Response(reply[1], { status: reply[0], headers: JSON_HEADERS });
+}
+
+/** A console file with its headers (`[status, body, [[name, value]…]]`). */
+function consoleFile(name, method) {
+  const [status, body, headers] = wasm.consoleFile(name);
+  return new Response(method === "HEAD" ? null : body, { status, headers });
+}
+
+/** `/v1/admin/…`: `[status, body]` from the admin front door (src/shell/admin.rs). */
+async function admin(request, env) {
+  const url = new URL(request.url);
+  let reply;
+  try {
+    reply = await wasm.adminCall(env, request.method, pathnameOf(request.url), url.search);
+  } catch (e) {
+    noteCritical(e);
+    return respond(wasm.hopFailed(String(e?.message ?? e)));
+  }
+  return new Response(reply[1], { status: reply[0], headers: { ...JSON_HEADERS, "cache-control": "no-store" } });
 }
 
 /** `X<ENV>\n<method>`: the 0.3 `index` binding over the index shards (src/shell/facade.rs). */

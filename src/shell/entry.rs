@@ -8,13 +8,15 @@
 //! namespace, which must be bound as for a forward), `I<op>` (`/v1/index/*`: read the body
 //! and run the coordinator operation `op`, e.g. `runs.list`, with `indexPlan` /
 //! `indexCall`), or `S<segment>` (`/v1/streams/<segment>/chunks`, authenticated: hand the
-//! request to `streamChunks` of `stream_route.mjs`, which reads its own body).
+//! request to `streamChunks` of `stream_route.mjs`, which reads its own body), `M`
+//! (`/v1/admin/…`, authenticated: hand method, path and query to `adminCall`) or `C<file>`
+//! (a console file: `consoleFile`).
 //!
 //! Decides nothing itself: [`crate::wire::router`] does.
 
 use wasm_bindgen::prelude::*;
 
-use crate::wire::router::{body_error, decide, Binding, Decision};
+use crate::wire::router::{body_error, decide, Binding, Decision, Secrets};
 use crate::wire::RouterError;
 
 #[wasm_bindgen(start)]
@@ -42,9 +44,11 @@ pub fn route(
     pathname: &str,
     authorization: Option<String>,
     secret: Option<String>,
+    previous: Option<String>,
     content_length: Option<String>,
 ) -> String {
-    match decide(method, pathname, authorization.as_deref(), secret.as_deref(), content_length.as_deref()) {
+    let secrets = Secrets::new(secret.as_deref(), previous.as_deref());
+    match decide(method, pathname, authorization.as_deref(), secrets, content_length.as_deref()) {
         Decision::Answer(status, body) => format!("A{status}{body}"),
         Decision::AfterBody(e) => encode('B', &e),
         Decision::Forward { binding: Binding::Index, name, method } if name == crate::protocol::calls::ARCHIVE_INSTANCE => {
@@ -53,6 +57,8 @@ pub fn route(
         Decision::Forward { binding, name, method } => format!("F{}\n{method}\n{name}", binding.env_name()),
         Decision::Index(op) => format!("I{}", op.name()),
         Decision::StreamChunks(segment) => format!("S{segment}"),
+        Decision::Admin => "M".into(),
+        Decision::Console(file) => format!("C{}", file.name()),
     }
 }
 

@@ -5,8 +5,10 @@
 //! where its JavaScript decides something itself for speed, the `.mjs` file says so at that
 //! place.
 
+mod admin;
 mod alarm;
 mod call;
+mod console;
 mod courier;
 mod entry;
 mod env;

@@ -15,7 +15,7 @@ use wasm_bindgen_futures::JsFuture;
 use worker::worker_sys::web_sys;
 
 use super::gate::Gate;
-use crate::queue::delivery::{needs_body, Body, Outcome};
+use crate::queue::delivery::{needs_body, Body, Outcome, MAX_ANSWER_BODY_BYTES};
 
 /// setTimeout's largest delay (longer ones fire at once).
 const MAX_TIMER_MS: u64 = 2_147_483_647;
@@ -103,8 +103,13 @@ async fn exchange(post: &Post<'_>, signal: web_sys::AbortSignal, pass: super::ga
         release(&response);
         return Outcome::Response { status, body: None };
     }
+    // A failure's answer (503: its `timeoutSeconds`; others: the excerpt kept with the
+    // message), at most MAX_ANSWER_BODY_BYTES of it.
     let body = match response.array_buffer() {
-        Ok(p) => JsFuture::from(p).await.ok().map(|buf| Uint8Array::new(&buf).to_vec()),
+        Ok(p) => JsFuture::from(p).await.ok().map(|buf| {
+            let bytes = Uint8Array::new(&buf);
+            bytes.subarray(0, bytes.length().min(MAX_ANSWER_BODY_BYTES as u32)).to_vec()
+        }),
         Err(_) => None,
     };
     Outcome::Response { status, body }

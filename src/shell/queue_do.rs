@@ -54,22 +54,25 @@ use super::serve::{
     alarm_slot, args_or_refusal, asked_answer, class_alarm, fallback_reply, go_async, lease_holder_reply, lifecycle_ask_reply, now_ms,
     result_reply,
 };
+use crate::admin::{DEAD_LETTERS_METHOD, HEALTH_METHOD};
 use crate::config::Config;
 use crate::protocol::hop::{Args, Ctx};
 use crate::protocol::leases::HolderName;
 use crate::queue::courier::{decode_report, encode_item, is_courier_method, SYNC_METHOD, WAKE_METHOD};
 use crate::queue::delivery::{
     build_request, call_alarm_change, claim_at_most, classify, drop_expired, lease_deadline, settle, with_heartbeat, Action, ClaimMemo,
-    Claimed, Handoff, MemoWatch, Outcome, Rearm,
+    Claimed, Handoff, MemoWatch, Outcome, Rearm, Settled,
 };
 use crate::queue::driver::{
     self, LifecycleCache, QueueHost, HELD_METHOD, LEASE_METHOD, LIFECYCLE_METHOD, MISSING_RUNS_BINDING, REVOKE_METHOD,
 };
+use crate::queue::metrics::{Counted, Metrics};
 use crate::queue::pace::{
     courier_name, parse_courier_name, signal_of, Couriers, Latency, Pace, COURIER_SLOTS, DIRECT_SLOTS, GROW_AFTER_MS,
 };
 use crate::queue::state::{INFLIGHT_PREFIX, LEGACY_INFLIGHT_PREFIX};
 use crate::queue::{self, Lifecycle};
+use crate::queue::{admin as queue_admin, logs};
 use crate::store::alarm::{written_at, Alarm, AlarmChange};
 use crate::store::buffered::Fallback;
 use crate::store::{ListOptions, Store};
@@ -260,6 +263,8 @@ pub struct QueueObject {
     alarm_writes: RefCell<VecDeque<(i64, i64, usize, &'static str)>>,
     alarms_run: Cell<u32>,
     rpcs: Cell<u32>,
+    /// What the operator console shows of this shard's deliveries since the instance began.
+    metrics: RefCell<Metrics>,
 }
 
 /// A delivery lent to a courier: the claim, the guard that keeps it live here, and when and
@@ -286,6 +291,24 @@ fn kind_of(row: &queue::Row) -> String {
 
 fn log_error(what: &str, e: &RpcError) {
     worker::console_error!("QueueDO {what}: {}: {}", e.name, e.message);
+}
+
+/// One operator log line ([`logs`]): a JSON object, which Workers Logs indexes.
+fn log_line(line: &str) {
+    worker::console_log!("{line}");
+}
+
+/// How a settled delivery counts in the shard's [`Metrics`] (`None`: not at all).
+fn counted_as(action: &Action, settled: Settled) -> Option<Counted> {
+    match (action, settled) {
+        (_, Settled::Stale | Settled::Purged) => None,
+        (Action::Ack | Action::Redeliver { .. }, _) => Some(Counted::Delivered),
+        (Action::Refused { .. }, _) => Some(Counted::Refused),
+        (Action::Retry { reason, .. }, settled) => {
+            let label = reason.strip_prefix("HTTP ").map_or_else(|| "transport".to_string(), str::to_string);
+            Some(Counted::Failed { label, dead: settled == Settled::DeadLettered })
+        }
+    }
 }
 
 fn to_rpc(e: worker::Error) -> RpcError {
@@ -540,6 +563,9 @@ impl QueueObject {
             Ok(a) => a,
             Err(refusal) => return refusal,
         };
+        if let Some(answer) = self.admin_answer(method, name, &args) {
+            return result_reply(answer, f64::NAN);
+        }
         self.recover_once().await;
         if is_courier_method(method) {
             let result = if method == SYNC_METHOD { self.courier_sync(&args).await } else { self.courier_wake(name).await };
@@ -584,6 +610,47 @@ impl QueueObject {
         })
     }
 
+    /// The operator console's reads (internal methods, reached only through `/v1/admin/…`):
+    /// `adminHealth()` — this shard's counts from storage ([`queue_admin::health`]) with
+    /// what the instance knows in memory (pace, couriers, deliveries) — and
+    /// `adminDeadLetters(limit, cursor)`. `None` for any other method.
+    fn admin_answer(&self, method: &str, name: &str, args: &[Value]) -> Option<std::result::Result<Value, RpcError>> {
+        match method {
+            HEALTH_METHOD => Some(self.health(name)),
+            DEAD_LETTERS_METHOD => {
+                let limit = args.first().and_then(Value::as_f64).filter(|n| n.fract() == 0.0 && *n >= 0.0 && *n <= 1e6).unwrap_or(0.0);
+                let cursor = args.get(1).and_then(Value::as_str);
+                Some(read_only(&self.storage, |s| queue_admin::dead_letters(s, limit as usize, cursor)))
+            }
+            _ => None,
+        }
+    }
+
+    fn health(&self, name: &str) -> std::result::Result<Value, RpcError> {
+        let now = now_ms();
+        let stored = read_only(&self.storage, |s| queue_admin::health(s, now))?;
+        let pace = self.pace.borrow();
+        let alarm = self.durable.get().flatten().map_or(Value::Null, |at| Value::num(at as f64));
+        Ok(Value::object([
+            ("shard", Value::str(name)),
+            ("since", Value::num(self.born as f64)),
+            ("messages", stored.get("messages").cloned().unwrap_or(Value::Null)),
+            ("oldestDueAgeMs", stored.get("oldestDueAgeMs").cloned().unwrap_or(Value::Null)),
+            ("alarmAt", alarm),
+            ("running", Value::num(self.live.borrow().len() as f64)),
+            (
+                "pace",
+                Value::object([
+                    ("now", Value::num(pace.limit() as f64)),
+                    ("floor", Value::num(pace.floor() as f64)),
+                    ("ceiling", Value::num(pace.ceiling() as f64)),
+                ]),
+            ),
+            ("couriersAwake", Value::num(self.couriers.borrow().awake() as f64)),
+            ("deliveries", self.metrics.borrow().snapshot(now)),
+        ]))
+    }
+
     fn is_live(&self, lease: &str) -> bool {
         self.live.borrow().get(lease).is_some_and(|n| *n > 0)
     }
@@ -605,6 +672,10 @@ impl QueueObject {
             Ok(c) => {
                 // It recovered what a previous instance left (the rest, if any, it rearmed for).
                 self.recovery_due.set(None);
+                let recovered = self.memo.borrow().recovered;
+                if recovered > 0 {
+                    log_line(&logs::claims_recovered(&self.name.get().unwrap_or_default(), recovered));
+                }
                 c
             }
             Err(e) => {
@@ -670,6 +741,7 @@ impl QueueObject {
         let signal = signal_of(outcome);
         let served = matches!(outcome, Outcome::Response { status: 200..=299, .. });
         let rising = served && self.latency.borrow_mut().rising(&sent.kind, now.saturating_sub(started), sent.quiet);
+        let before = self.pace.borrow().limit();
         if let Outcome::Refused { .. } = outcome {
             // Sent and not answered, this one left out.
             let in_flight = self.live.borrow().len().saturating_sub(self.outbox.borrow().len() + 1);
@@ -677,13 +749,30 @@ impl QueueObject {
         } else {
             self.pace.borrow_mut().observe_answer(signal, rising, started, now);
         }
+        let after = self.pace.borrow().limit();
+        let shard = self.name.get().unwrap_or_default();
+        if after < before {
+            let reason = match outcome {
+                Outcome::Refused { .. } => "refused (429)".to_string(),
+                Outcome::Transport(_) => "transport error or timeout".to_string(),
+                Outcome::Response { status, .. } if !(200..=299).contains(status) => format!("HTTP {status}"),
+                Outcome::Response { .. } => "rising latency".to_string(),
+            };
+            log_line(&logs::pace_cut(&shard, before, after, &reason));
+        }
         // Only a retry moves the alarm (earlier); the loop's next claim computes it exactly.
         let mut alarm = self.held_alarm();
         let settled = in_transaction(&self.storage, |s| {
             settle(&mut MemoWatch::new(s, &self.memo), now, &cfg, claimed, &action, &lifecycle, Rearm::Earlier, &mut alarm)
         });
         match settled {
-            Ok(_) => {
+            Ok(settled) => {
+                if let Some(counted) = counted_as(&action, settled) {
+                    self.metrics.borrow_mut().record(now, &sent.kind, now.saturating_sub(started), &counted);
+                }
+                for line in logs::settled(&shard, &claimed.row, &action, settled, now) {
+                    log_line(&line);
+                }
                 if let Err(e) = self.apply_loop_alarm(&alarm, false).await {
                     log_error("alarm after delivery", &e);
                 }
@@ -730,6 +819,9 @@ impl QueueObject {
     async fn wake_couriers(&self) -> usize {
         let Some(shard) = self.name.get() else { return 0 };
         let woken = self.couriers.borrow_mut().to_wake(self.outbox.borrow().len(), now_ms());
+        for (index, silent) in self.couriers.borrow_mut().take_lost() {
+            log_line(&logs::courier_lost(&shard, index, silent));
+        }
         let calls = woken.iter().map(|&index| {
             let name = courier_name(&shard, index);
             async move {
@@ -975,6 +1067,7 @@ impl QueueObject {
             alarm_writes: RefCell::new(VecDeque::new()),
             alarms_run: Cell::new(0),
             rpcs: Cell::new(0),
+            metrics: RefCell::new(Metrics::new(now_ms())),
             config: Rc::new(cfg),
         }
     }
@@ -1008,6 +1101,9 @@ impl QueueObject {
             Ok(a) => a,
             Err(refusal) => return refusal,
         };
+        if let Some(answer) = self.admin_answer(method, name, &args) {
+            return result_reply(answer, f64::NAN);
+        }
         // The answer to the previous step's ask, taken as `run_is_expired` takes one after
         // its await (a lease kept unless a revocation came in since the tag's epoch).
         let asked = asked_answer(&asked, Binding::Runs.env_name()).map(|a| a.into_lifecycle(&self.lifecycle, now_ms()));

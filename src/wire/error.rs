@@ -100,6 +100,8 @@ pub enum RouterError {
     MissingBinding(&'static str),
     /// `/v1/index/*` with another HTTP method than POST (spec-0.4 wire.md §4).
     ExpectedPost,
+    /// A console file (`/console…`) with another HTTP method than GET or HEAD.
+    ExpectedGet,
     /// `/v1/index/<domain>/<op>` naming no coordinator operation (`<domain>.<op>`, verbatim).
     UnknownIndexOperation(String),
     /// The DO could not be reached or answered something we did not send.
@@ -116,7 +118,7 @@ impl RouterError {
             | RouterError::UnknownBinding(_)
             | RouterError::UnknownMethod { .. }
             | RouterError::UnknownIndexOperation(_) => 404,
-            RouterError::ExpectedPost => 405,
+            RouterError::ExpectedPost | RouterError::ExpectedGet => 405,
             RouterError::NotConfigured => 503,
             RouterError::Unauthorized => 401,
             RouterError::PayloadTooLarge | RouterError::TooManyValues => 413,
@@ -132,7 +134,7 @@ impl RouterError {
             | RouterError::UnknownBinding(_)
             | RouterError::UnknownMethod { .. }
             | RouterError::UnknownIndexOperation(_) => "NotFound",
-            RouterError::ExpectedPost => "MethodNotAllowed",
+            RouterError::ExpectedPost | RouterError::ExpectedGet => "MethodNotAllowed",
             RouterError::NotConfigured => "WorldNotConfigured",
             RouterError::Unauthorized => "Unauthorized",
             RouterError::PayloadTooLarge | RouterError::TooManyValues => "PayloadTooLarge",
@@ -157,6 +159,7 @@ impl RouterError {
             RouterError::MalformedName => "malformed rpc name".into(),
             RouterError::MissingBinding(env) => format!("missing binding: {env}"),
             RouterError::ExpectedPost => "expected POST".into(),
+            RouterError::ExpectedGet => "expected GET".into(),
             RouterError::UnknownIndexOperation(op) => format!("unknown index operation: {op}"),
             RouterError::Internal(m) => m.clone(),
         }
@@ -199,6 +202,7 @@ mod tests {
                 r#"{"error":{"name":"NotFound","message":"unknown method: runs.fetch"}}"#,
             ),
             (RouterError::ExpectedPost, 405, r#"{"error":{"name":"MethodNotAllowed","message":"expected POST"}}"#),
+            (RouterError::ExpectedGet, 405, r#"{"error":{"name":"MethodNotAllowed","message":"expected GET"}}"#),
             (
                 RouterError::UnknownIndexOperation("runs.li%73t".into()),
                 404,

@@ -166,6 +166,40 @@ pub enum Route {
     StreamChunks {
         segment: String,
     },
+    /// An authenticated `/v1/admin/…` request: the admin front door checks the rest
+    /// ([`crate::admin`]).
+    Admin,
+    /// A file of the operator console (`/console`, `/console/<file>`): static, served
+    /// without authentication (it holds no secret and asks for one).
+    Console(ConsoleFile),
+}
+
+/// The operator console's files (`src/shell/console/`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConsoleFile {
+    Page,
+    Script,
+    Style,
+}
+
+impl ConsoleFile {
+    /// The file a path names after `/console`: none (or `/`) is the page.
+    fn of(rest: &[&str]) -> Option<ConsoleFile> {
+        match rest {
+            [] | ["index.html"] => Some(ConsoleFile::Page),
+            ["console.js"] => Some(ConsoleFile::Script),
+            ["console.css"] => Some(ConsoleFile::Style),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ConsoleFile::Page => "page",
+            ConsoleFile::Script => "script",
+            ConsoleFile::Style => "style",
+        }
+    }
 }
 
 /// Is the second path segment a spelling of `health` (percent-decoded)? Such paths keep
@@ -174,11 +208,40 @@ fn is_health_probe(segment: &str) -> bool {
     segment == "health" || decode_uri_component(segment).is_some_and(|s| s == "health")
 }
 
+/// The bearer secrets a request may carry: `WORLD_SECRET` and, during a rotation,
+/// `WORLD_SECRET_PREVIOUS` (operations.md, "Rotating the secret"). An empty one is as if
+/// absent; without a current one every authenticated route fails closed, whatever the
+/// previous one is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Secrets<'a> {
+    pub current: Option<&'a str>,
+    pub previous: Option<&'a str>,
+}
+
+impl<'a> Secrets<'a> {
+    /// `WORLD_SECRET` and `WORLD_SECRET_PREVIOUS` as the environment holds them.
+    pub fn new(current: Option<&'a str>, previous: Option<&'a str>) -> Self {
+        Secrets { current, previous }
+    }
+}
+
+impl<'a> From<Option<&'a str>> for Secrets<'a> {
+    /// One secret, no rotation in progress.
+    fn from(current: Option<&'a str>) -> Self {
+        Secrets { current, previous: None }
+    }
+}
+
 /// Decide the route from the HTTP method, the pathname as received (percent-encoded), the
-/// `authorization` header and `WORLD_SECRET`.
-pub fn route(method: &str, pathname: &str, authorization: Option<&str>, secret: Option<&str>) -> Result<Route, RouterError> {
+/// `authorization` header and the secrets ([`Secrets`]).
+pub fn route<'s>(method: &str, pathname: &str, authorization: Option<&str>, secrets: impl Into<Secrets<'s>>) -> Result<Route, RouterError> {
+    let secrets = secrets.into();
     let segments: Vec<&str> = pathname.split('/').filter(|s| !s.is_empty()).collect();
     let unknown = || RouterError::UnknownPath(pathname.to_string());
+    if segments.first() == Some(&"console") {
+        let file = ConsoleFile::of(&segments[1..]).ok_or_else(unknown)?;
+        return if matches!(method, "GET" | "HEAD") { Ok(Route::Console(file)) } else { Err(RouterError::ExpectedGet) };
+    }
     if segments.first() != Some(&"v1") {
         return Err(unknown());
     }
@@ -187,10 +250,11 @@ pub fn route(method: &str, pathname: &str, authorization: Option<&str>, secret: 
         Some(second) if is_health_probe(second) => return Err(unknown()),
         _ => {}
     }
-    authenticate(authorization, secret)?;
+    authenticate(authorization, secrets)?;
     match (segments.get(1), segments.len()) {
         (Some(&"index"), 4) => return Ok(Route::Index { domain: segments[2].to_string(), op: segments[3].to_string() }),
         (Some(&"streams"), 4) if segments[3] == "chunks" => return Ok(Route::StreamChunks { segment: segments[2].to_string() }),
+        (Some(&"admin"), _) => return Ok(Route::Admin),
         (Some(&"rpc"), _) => {}
         _ => return Err(unknown()),
     }
@@ -270,16 +334,28 @@ pub enum Decision {
     Index(IndexOp),
     /// Hand the request to the binary stream route, with its `{name}` segment as received.
     StreamChunks(String),
+    /// Hand the request (method, path, query) to the admin front door ([`crate::admin`]).
+    Admin,
+    /// Serve a console file.
+    Console(ConsoleFile),
 }
 
 /// The router's whole decision before the body: [`route`], the `content-length` limit and
 /// the instance name (wire.md §1–4). The binding's presence in the environment is the
 /// shell's to check (after the body, as [`RouterError::MissingBinding`]).
-pub fn decide(method: &str, pathname: &str, authorization: Option<&str>, secret: Option<&str>, content_length: Option<&str>) -> Decision {
+pub fn decide<'s>(
+    method: &str,
+    pathname: &str,
+    authorization: Option<&str>,
+    secrets: impl Into<Secrets<'s>>,
+    content_length: Option<&str>,
+) -> Decision {
     let refuse = |e: RouterError| Decision::Answer(e.status(), e.body());
-    match route(method, pathname, authorization, secret) {
+    match route(method, pathname, authorization, secrets) {
         Ok(Route::Health) => Decision::Answer(200, HEALTH_BODY.to_string()),
         Ok(Route::StreamChunks { segment }) => Decision::StreamChunks(segment),
+        Ok(Route::Admin) => Decision::Admin,
+        Ok(Route::Console(file)) => Decision::Console(file),
         // spec-0.4 wire.md §4: method, size, body, then the operation name.
         Ok(Route::Index { .. }) if method != "POST" => refuse(RouterError::ExpectedPost),
         Ok(Route::Index { .. } | Route::Rpc { .. }) if content_length_too_large(content_length) => refuse(RouterError::PayloadTooLarge),
@@ -301,12 +377,17 @@ pub fn body_error(bytes: &[u8]) -> Option<RouterError> {
     check_body(bytes).err()
 }
 
-/// Bearer authentication (wire.md §3): fail closed without a secret, exact `Bearer ` prefix,
-/// untrimmed token, constant-time comparison.
-pub fn authenticate(authorization: Option<&str>, secret: Option<&str>) -> Result<(), RouterError> {
-    let secret = secret.filter(|s| !s.is_empty()).ok_or(RouterError::NotConfigured)?;
+/// Bearer authentication (wire.md §3): fail closed without a current secret, exact
+/// `Bearer ` prefix, untrimmed token, constant-time comparison. During a rotation the token
+/// may be the previous secret instead; both are compared whatever the first comparison
+/// gives, so the time taken does not tell which one matched.
+pub fn authenticate<'s>(authorization: Option<&str>, secrets: impl Into<Secrets<'s>>) -> Result<(), RouterError> {
+    let secrets = secrets.into();
+    let secret = secrets.current.filter(|s| !s.is_empty()).ok_or(RouterError::NotConfigured)?;
     let token = authorization.and_then(|h| h.strip_prefix("Bearer ")).unwrap_or("");
-    if !token.is_empty() && constant_time_eq(token.as_bytes(), secret.as_bytes()) {
+    let current = constant_time_eq(token.as_bytes(), secret.as_bytes());
+    let previous = secrets.previous.filter(|s| !s.is_empty()).is_some_and(|p| constant_time_eq(token.as_bytes(), p.as_bytes()));
+    if !token.is_empty() && (current | previous) {
         Ok(())
     } else {
         Err(RouterError::Unauthorized)
@@ -398,6 +479,43 @@ mod tests {
         }
         assert_eq!(authenticate(None, S), Err(RouterError::Unauthorized));
         assert_eq!(authenticate(AUTH, S), Ok(()));
+    }
+
+    #[test]
+    fn console_and_admin_routes() {
+        // The console: no secret needed, GET or HEAD only, three files.
+        assert_eq!(route("GET", "/console", None, None), Ok(Route::Console(ConsoleFile::Page)));
+        assert_eq!(route("HEAD", "/console/", None, S), Ok(Route::Console(ConsoleFile::Page)));
+        assert_eq!(route("GET", "/console/console.js", None, S), Ok(Route::Console(ConsoleFile::Script)));
+        assert_eq!(route("GET", "/console/console.css", None, S), Ok(Route::Console(ConsoleFile::Style)));
+        assert_eq!(route("POST", "/console", None, S), Err(RouterError::ExpectedGet));
+        assert_eq!(route("GET", "/console/x", None, S), Err(RouterError::UnknownPath("/console/x".into())));
+        assert_eq!(route("GET", "/console/../v1", None, S), Err(RouterError::UnknownPath("/console/../v1".into())));
+        // Admin: authenticated first, like every other /v1 path.
+        assert_eq!(route("GET", "/v1/admin/queues", None, S), Err(RouterError::Unauthorized));
+        assert_eq!(route("GET", "/v1/admin/queues", AUTH, None), Err(RouterError::NotConfigured));
+        assert_eq!(route("GET", "/v1/admin/queues", AUTH, S), Ok(Route::Admin));
+        assert_eq!(decide("POST", "/v1/admin/anything", AUTH, S, None), Decision::Admin);
+        assert_eq!(decide("GET", "/console", None, None, None), Decision::Console(ConsoleFile::Page));
+    }
+
+    #[test]
+    fn the_previous_secret_is_accepted_while_set() {
+        let rotating = Secrets::new(Some("new"), Some("old"));
+        assert_eq!(authenticate(Some("Bearer new"), rotating), Ok(()));
+        assert_eq!(authenticate(Some("Bearer old"), rotating), Ok(()));
+        for bad in ["Bearer ", "Bearer ol", "Bearer oldX", "Bearer new old", "old"] {
+            assert_eq!(authenticate(Some(bad), rotating), Err(RouterError::Unauthorized), "{bad:?}");
+        }
+        // Removed (or empty): the previous secret is refused; an empty one never matches.
+        assert_eq!(authenticate(Some("Bearer old"), Secrets::new(Some("new"), None)), Err(RouterError::Unauthorized));
+        assert_eq!(authenticate(Some("Bearer "), Secrets::new(Some("new"), Some(""))), Err(RouterError::Unauthorized));
+        assert_eq!(authenticate(None, Secrets::new(Some("new"), Some(""))), Err(RouterError::Unauthorized));
+        // No current secret: closed, whatever the previous one is.
+        assert_eq!(authenticate(Some("Bearer old"), Secrets::new(None, Some("old"))), Err(RouterError::NotConfigured));
+        assert_eq!(authenticate(Some("Bearer old"), Secrets::new(Some(""), Some("old"))), Err(RouterError::NotConfigured));
+        assert_eq!(route("POST", "/v1/rpc/runs/r/getRun", Some("Bearer old"), rotating).map(|_| ()), Ok(()));
+        assert!(matches!(decide("POST", "/v1/rpc/runs/r/getRun", Some("Bearer old"), rotating, None), Decision::Forward { .. }));
     }
 
     #[test]

@@ -15,6 +15,8 @@
 //   unsafeTriggerHandlers  serve Miniflare's /cdn-cgi/handler/scheduled trigger (default false)
 //   transport         "fetch" (default) or "http" (node:http keep-alive; used by benchmarks)
 //   inspectorPort     serve workerd's V8 inspector on this port (profiling)
+//   logs              an array: every line the worker writes (console.log, console.error, …)
+//                     is pushed onto it, as workerd prints it (the operator log tests)
 
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
@@ -32,6 +34,19 @@ export const STANDARD_VARS = Object.freeze({
   WORKFLOW_CALLBACK_SECRET: "golden-callback-secret",
 });
 export const STANDARD_SECRET = "golden-secret";
+
+/** Push every line the streams carry onto `into`. */
+function collectLines(streams, into) {
+  for (const stream of streams) {
+    let rest = "";
+    stream.setEncoding("utf8");
+    stream.on("data", (chunk) => {
+      const lines = (rest + chunk).split("\n");
+      rest = lines.pop();
+      into.push(...lines);
+    });
+  }
+}
 
 /** Binding name -> DO class name, and the compatibility settings, read from wrangler.toml. */
 export function readWranglerConfig() {
@@ -96,6 +111,7 @@ export async function startWorker(options = {}) {
     transport = "fetch",
     unsafeTriggerHandlers = false,
     inspectorPort,
+    logs,
   } = options;
   if (!existsSync(scriptPath)) {
     throw new Error(`${scriptPath} is missing: run \`npm run build\` first`);
@@ -114,6 +130,7 @@ export async function startWorker(options = {}) {
   if (persistDir) mfOptions.durableObjectsPersist = persistDir;
   // V8 inspector of the workerd isolate (scripts/profile.mjs).
   if (inspectorPort !== undefined) mfOptions.inspectorPort = inspectorPort;
+  if (logs) mfOptions.handleRuntimeStdio = (stdout, stderr) => collectLines([stdout, stderr], logs);
   const mf = new Miniflare(mfOptions);
   const url = await readyOrDisposed(mf);
   const secret = vars.WORLD_SECRET ?? null;

@@ -4,7 +4,7 @@
 
 use super::sim::*;
 use super::T0;
-use crate::queue::delivery::{classify, settle, Action, OutboundRequest, Outcome, Rearm};
+use crate::queue::delivery::{classify, needs_body, settle, Action, OutboundRequest, Outcome, Rearm};
 use crate::queue::*;
 use crate::wire::Value;
 
@@ -45,7 +45,8 @@ fn timeout_seconds_redelivers_without_an_attempt() {
 
 #[test]
 fn classification_table() {
-    let retry = |r: &str| Action::Retry { reason: r.into() };
+    let retry = |r: &str| Action::Retry { reason: r.into(), answer: None };
+    let retry_with = |r: &str, a: &str| Action::Retry { reason: r.into(), answer: Some(a.into()) };
     assert_eq!(classify(&ok()), Action::Ack);
     assert_eq!(classify(&status(204)), Action::Ack);
     assert_eq!(classify(&status(299)), Action::Ack);
@@ -62,11 +63,18 @@ fn classification_table() {
     assert_eq!(classify(&busy(r#"{"timeoutSeconds":0}"#)), Action::Redeliver { timeout_seconds: 0.0 });
     assert_eq!(classify(&busy(r#"{"timeoutSeconds":-3.5}"#)), Action::Redeliver { timeout_seconds: -3.5 });
     assert_eq!(classify(&busy("\u{FEFF}{\"timeoutSeconds\":2}")), Action::Redeliver { timeout_seconds: 2.0 });
-    assert_eq!(classify(&busy(r#"{"timeoutSeconds":"1"}"#)), retry("HTTP 503"));
-    assert_eq!(classify(&busy(r#"{"retryAfter":1}"#)), retry("HTTP 503"));
-    assert_eq!(classify(&busy("busy")), retry("HTTP 503"));
-    assert_eq!(classify(&busy("null")), retry("HTTP 503"));
-    assert_eq!(classify(&busy("[1]")), retry("HTTP 503"));
+    assert_eq!(classify(&busy(r#"{"timeoutSeconds":"1"}"#)), retry_with("HTTP 503", r#"{"timeoutSeconds":"1"}"#));
+    assert_eq!(classify(&busy(r#"{"retryAfter":1}"#)), retry_with("HTTP 503", r#"{"retryAfter":1}"#));
+    assert_eq!(classify(&busy("busy")), retry_with("HTTP 503", "busy"));
+    assert_eq!(classify(&busy("null")), retry_with("HTTP 503", "null"));
+    assert_eq!(classify(&busy("[1]")), retry_with("HTTP 503", "[1]"));
+    // A failed answer's excerpt: its start, one line, at most 200 characters.
+    let long = format!("  boom\n{}", "x".repeat(500));
+    let excerpt = format!("boom {}", "x".repeat(195));
+    assert_eq!(classify(&Outcome::Response { status: 500, body: Some(long.into_bytes()) }), retry_with("HTTP 500", &excerpt));
+    assert_eq!(classify(&Outcome::Response { status: 500, body: Some(b"  ".to_vec()) }), retry("HTTP 500"));
+    assert!(needs_body(500) && needs_body(503) && needs_body(400));
+    assert!(!needs_body(200) && !needs_body(404) && !needs_body(429));
     assert_eq!(classify(&Outcome::Response { status: 503, body: None }), retry("HTTP 503"));
     assert_eq!(
         classify(&Outcome::Transport("Error: Network connection lost.".into())),
