@@ -210,6 +210,30 @@ if (built && !files.length && !flag("--skip-conformance")) {
   });
 }
 
+// 6b. the operator console (/console, issue #55) in headless Chromium through both clients:
+// a real workflow's message dead-lettered by a failing app, seen, redriven, its run completed.
+if (built && !files.length && !flag("--skip-conformance")) {
+  await phase("console", async () => {
+    const r = await run(process.execPath, [join(ROOT, "tests", "conformance", "console-run.mjs")], { capture: true });
+    if (/^console: SKIP/m.test(r.out)) {
+      skipped += 1;
+      return { ok: r.code === 0, detail: "SKIP: no Chromium installed (apt-get install chromium)" };
+    }
+    let p = 0;
+    let f = 0;
+    let n = 0;
+    for (const m of r.out.matchAll(/^console [^:\n]+: (\d+) passed, (\d+) failed/gm)) {
+      n++;
+      p += Number(m[1]);
+      f += Number(m[2]);
+    }
+    if (r.code !== 0 && f === 0) f += 1;
+    passed += p;
+    failed += f;
+    return { ok: r.code === 0 && n > 0, detail: `${p} passed, ${f} failed (${n} client runs)` };
+  });
+}
+
 // 7. small forms of the I/O and DevKit benches (issue #45, #47): every run completes,
 // deliveries run together within the platform's connection limit, every scenario measures.
 if (built && !files.length && !flag("--skip-conformance")) {

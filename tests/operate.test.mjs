@@ -133,6 +133,13 @@ test("admin routes: bad input gets a clear error and changes nothing", { timeout
       assert.equal(r.json?.error?.name, name, path);
       assert.ok(r.json.error.message.length > 0);
     }
+    // A message due in a minute: pending, not due, and the alarm armed for it.
+    const target = "http://127.0.0.1:9";
+    await w.rpc("queue", "q:1", "enqueue", [enqueueRequest("msg_later", target, { delaySeconds: 60, queueShards: 2 })]);
+    const later = (await call(w, "/v1/admin/queues?shard=q%3A1")).json.shards[0];
+    assert.deepEqual(later.messages, { pending: 1, due: 0, inflight: 0, deadLetters: 0, capped: false });
+    assert.equal(later.oldestDueAgeMs, null);
+    assert.ok(later.alarmAt > Date.now() + 50_000 && later.alarmAt < Date.now() + 61_000, `alarmAt ${later.alarmAt}`);
     // A redrive of no dead letter: {ok:false}, nothing changed.
     const none = await call(w, "/v1/admin/queues/q%3A0/dead-letters/msg_none/redrive", { method: "POST" });
     assert.deepEqual([none.status, none.json], [200, { ok: false }]);

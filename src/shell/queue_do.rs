@@ -563,7 +563,11 @@ impl QueueObject {
             Ok(a) => a,
             Err(refusal) => return refusal,
         };
-        if let Some(answer) = self.admin_answer(method, name, &args) {
+        if method == HEALTH_METHOD {
+            let alarm = self.storage.get_alarm().await.map_err(to_rpc);
+            return result_reply(alarm.and_then(|at| self.health(name, at)), f64::NAN);
+        }
+        if let Some(answer) = self.admin_answer(method, &args) {
             return result_reply(answer, f64::NAN);
         }
         self.recover_once().await;
@@ -610,13 +614,10 @@ impl QueueObject {
         })
     }
 
-    /// The operator console's reads (internal methods, reached only through `/v1/admin/…`):
-    /// `adminHealth()` — this shard's counts from storage ([`queue_admin::health`]) with
-    /// what the instance knows in memory (pace, couriers, deliveries) — and
-    /// `adminDeadLetters(limit, cursor)`. `None` for any other method.
-    fn admin_answer(&self, method: &str, name: &str, args: &[Value]) -> Option<std::result::Result<Value, RpcError>> {
+    /// The operator console's dead-letter page (`adminDeadLetters(limit, cursor)`, an
+    /// internal method reached only through `/v1/admin/…`); `None` for any other method.
+    fn admin_answer(&self, method: &str, args: &[Value]) -> Option<std::result::Result<Value, RpcError>> {
         match method {
-            HEALTH_METHOD => Some(self.health(name)),
             DEAD_LETTERS_METHOD => {
                 let limit = args.first().and_then(Value::as_f64).filter(|n| n.fract() == 0.0 && *n >= 0.0 && *n <= 1e6).unwrap_or(0.0);
                 let cursor = args.get(1).and_then(Value::as_str);
@@ -626,11 +627,14 @@ impl QueueObject {
         }
     }
 
-    fn health(&self, name: &str) -> std::result::Result<Value, RpcError> {
+    /// `adminHealth()` (internal, `/v1/admin/queues`): this shard's counts from storage
+    /// ([`queue_admin::health`]) and its alarm, with what the instance knows in memory (pace,
+    /// couriers, deliveries since it began).
+    fn health(&self, name: &str, alarm: Option<i64>) -> std::result::Result<Value, RpcError> {
         let now = now_ms();
         let stored = read_only(&self.storage, |s| queue_admin::health(s, now))?;
         let pace = self.pace.borrow();
-        let alarm = self.durable.get().flatten().map_or(Value::Null, |at| Value::num(at as f64));
+        let alarm = alarm.map_or(Value::Null, |at| Value::num(at as f64));
         Ok(Value::object([
             ("shard", Value::str(name)),
             ("since", Value::num(self.born as f64)),
@@ -1093,15 +1097,16 @@ impl QueueObject {
         }
         self.name.learn(name);
         let current = class_alarm(current);
-        // The couriers' methods await other objects and storage: the asynchronous path.
-        if is_courier_method(method) || !self.recovered.get() || (queue::reads_alarm(method) && current.is_none()) {
+        // The couriers' methods await other objects and storage, the health reads the alarm:
+        // the asynchronous path.
+        if is_courier_method(method) || method == HEALTH_METHOD || !self.recovered.get() || (queue::reads_alarm(method) && current.is_none()) {
             return go_async();
         }
         let args = match args_or_refusal(body) {
             Ok(a) => a,
             Err(refusal) => return refusal,
         };
-        if let Some(answer) = self.admin_answer(method, name, &args) {
+        if let Some(answer) = self.admin_answer(method, &args) {
             return result_reply(answer, f64::NAN);
         }
         // The answer to the previous step's ask, taken as `run_is_expired` takes one after
