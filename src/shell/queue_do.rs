@@ -1099,7 +1099,11 @@ impl QueueObject {
         let current = class_alarm(current);
         // The couriers' methods await other objects and storage, the health reads the alarm:
         // the asynchronous path.
-        if is_courier_method(method) || method == HEALTH_METHOD || !self.recovered.get() || (queue::reads_alarm(method) && current.is_none()) {
+        if is_courier_method(method)
+            || method == HEALTH_METHOD
+            || !self.recovered.get()
+            || (queue::reads_alarm(method) && current.is_none())
+        {
             return go_async();
         }
         let args = match args_or_refusal(body) {
