@@ -4,6 +4,9 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { STANDARD_VARS, startWorker } from "./lib/harness.mjs";
 import { enqueueRequest, startQueueTarget } from "./lib/queue-target.mjs";
 
@@ -257,6 +260,62 @@ test("redrive-all pages through many dead letters; a refusing app is logged as r
     assert.equal(health.messages.deadLetters, 0);
     assert.ok(health.deliveries.refused >= 1);
     assert.ok(health.deliveries.kinds.some((k) => k.kind === "__wkf_workflow_test flow" && k.count >= N && typeof k.p95Ms === "number"));
+  } finally {
+    await w.dispose();
+    await target.close();
+  }
+});
+
+/** The queue's operator log lines among `logs` (workerd's output), parsed. */
+function queueEvents(logs) {
+  return logs.filter((l) => l.includes('"msg":"world-celld queue"')).map((l) => JSON.parse(l.slice(l.indexOf("{"))));
+}
+
+test("log: claims.recovered when a fresh instance puts back the deliveries a dead one left", { timeout: 60_000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), "celld-operate-recovered-"));
+  let hang = true;
+  const target = await startQueueTarget(() => (hang ? new Promise(() => {}) : { status: 200 }));
+  let w = await startWorker({ persistDir: dir });
+  try {
+    for (const id of ["msg_r1", "msg_r2"]) await w.rpc("queue", "q:0", "enqueue", [enqueueRequest(id, target.url)]);
+    await waitFor("both deliveries in flight", async () => (await w.rpc("queue", "q:0", "stats")).inflight === 2);
+  } finally {
+    await w.dispose();
+  }
+  hang = false;
+  const logs = [];
+  w = await startWorker({ persistDir: dir, logs });
+  try {
+    await waitFor("the recovered deliveries", () => target.deliveries.filter((d) => d.status === 200).length === 2, 15_000);
+    await waitFor("the log line", () => queueEvents(logs).some((e) => e.event === "claims.recovered"));
+    const line = queueEvents(logs).find((e) => e.event === "claims.recovered");
+    assert.deepEqual([line.shard, line.count, line.level], ["q:0", 2, "warn"]);
+  } finally {
+    await w.dispose();
+    await target.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("log: pace.cut when an app that waited on the outside world starts failing under load", { timeout: 60_000 }, async () => {
+  let failing = false;
+  // One-second deliveries: the pace grows past its floor of 2; then the app fails (503 without
+  // timeoutSeconds, the runtime's own overload answer aside) and the pace is cut.
+  const target = await startQueueTarget(() => (failing ? { status: 503, body: "overloaded" } : { status: 200, delayMs: 1000 }));
+  const logs = [];
+  const w = await startWorker({ vars: { ...STANDARD_VARS, QUEUE_MIN_INFLIGHT: "2", QUEUE_MAX_INFLIGHT: "32", QUEUE_MAX_ATTEMPTS: "5" }, logs });
+  try {
+    for (let i = 0; i < 40; i++) await w.rpc("queue", "q:0", "enqueue", [enqueueRequest(`msg_p${i}`, target.url)]);
+    await waitFor("the pace grown", async () => (await call(w, "/v1/admin/queues")).json.shards[0].pace.now >= 8, 15_000);
+    failing = true;
+    await waitFor("pace.cut", () => queueEvents(logs).some((e) => e.event === "pace.cut"), 20_000);
+    const cut = queueEvents(logs).find((e) => e.event === "pace.cut");
+    assert.equal(cut.shard, "q:0");
+    assert.ok(cut.to < cut.from && cut.to >= 2, JSON.stringify(cut));
+    assert.equal(cut.reason, "HTTP 503");
+    // The failures themselves, each with its retry.
+    const failed = queueEvents(logs).filter((e) => e.event === "delivery.failed");
+    assert.ok(failed.length >= 1 && failed.every((e) => e.status === 503 && e.willRetry === true), JSON.stringify(failed.slice(0, 3)));
   } finally {
     await w.dispose();
     await target.close();

@@ -160,6 +160,9 @@ impl Drop for EndOnDrop<'_> {
 
 /// Courier role: the storage key holding the instance's own name (`<shard>#courier:<i>`).
 const COURIER_KEY: &str = "courier:name";
+/// The instance's name as its first call gave it (shard or courier), kept for the log lines
+/// of an instance its alarm wakes before any call.
+const NAME_KEY: &str = "name";
 
 /// Stop a claim phase that failed: the alarm is retried this long after.
 const CLAIM_FAILURE_RETRY_MS: i64 = 1000;
@@ -458,7 +461,15 @@ impl QueueObject {
             return;
         }
         let storage = &self.storage;
+        let name = self.name.get();
         let orphans = in_transaction(storage, |s| {
+            // The instance's name, for an instance its alarm wakes before any call to name its
+            // shard in the operator log ([`Self::shard_label`]); written once.
+            if let Some(name) = name.as_deref() {
+                if s.get(NAME_KEY)?.as_deref() != Some(name) {
+                    s.put(NAME_KEY, name)?;
+                }
+            }
             let mut any = false;
             for prefix in [INFLIGHT_PREFIX, LEGACY_INFLIGHT_PREFIX] {
                 any = any || !s.list(&ListOptions::prefix(prefix).limit(1))?.is_empty();
@@ -614,6 +625,12 @@ impl QueueObject {
         })
     }
 
+    /// This shard's name for the log lines: learnt from a call, else as a call stored it
+    /// ([`NAME_KEY`]), else empty.
+    fn shard_label(&self) -> String {
+        self.name.get().or_else(|| read_only(&self.storage, |s| s.get(NAME_KEY)).ok().flatten()).unwrap_or_default()
+    }
+
     /// The operator console's dead-letter page (`adminDeadLetters(limit, cursor)`, an
     /// internal method reached only through `/v1/admin/…`); `None` for any other method.
     fn admin_answer(&self, method: &str, args: &[Value]) -> Option<std::result::Result<Value, RpcError>> {
@@ -678,7 +695,7 @@ impl QueueObject {
                 self.recovery_due.set(None);
                 let recovered = self.memo.borrow().recovered;
                 if recovered > 0 {
-                    log_line(&logs::claims_recovered(&self.name.get().unwrap_or_default(), recovered));
+                    log_line(&logs::claims_recovered(&self.shard_label(), recovered));
                 }
                 c
             }
@@ -754,7 +771,7 @@ impl QueueObject {
             self.pace.borrow_mut().observe_answer(signal, rising, started, now);
         }
         let after = self.pace.borrow().limit();
-        let shard = self.name.get().unwrap_or_default();
+        let shard = self.shard_label();
         if after < before {
             let reason = match outcome {
                 Outcome::Refused { .. } => "refused (429)".to_string(),
