@@ -42,7 +42,7 @@ fn message(row: &Row, attempt: f64) -> Map<String, Json> {
     m.insert("queueName".into(), json!(to_js_string(row.member("queueName"))));
     m.insert("messageId".into(), json!(row.id()));
     m.insert("runId".into(), row.run_id().map_or(Json::Null, Json::String));
-    m.insert("attempt".into(), json!(attempt));
+    m.insert("attempt".into(), count(attempt));
     m
 }
 
@@ -51,6 +51,15 @@ fn with(mut base: Map<String, Json>, more: Json) -> Json {
         base.extend(more);
     }
     Json::Object(base)
+}
+
+/// A count as an integer where it is one (`2`, not `2.0`).
+fn count(n: f64) -> Json {
+    if n.fract() == 0.0 && n.abs() < 9.0e15 {
+        json!(n as i64)
+    } else {
+        json!(n)
+    }
 }
 
 /// The status of a failure's reason (`HTTP 500` → 500), null for a transport error.
@@ -72,7 +81,7 @@ pub fn settled(shard: &str, row: &Row, action: &Action, settled: Settled, now: i
         }
         (Action::Retry { reason, .. }, Settled::DeadLettered) => {
             let failed = json!({"status": status_of(reason), "error": reason, "willRetry": false, "retryAt": null});
-            let dead = json!({"attempts": row.attempt() + 1.0, "error": reason});
+            let dead = json!({"attempts": count(row.attempt() + 1.0), "error": reason});
             vec![
                 line("warn", "delivery.failed", shard, with(message(row, delivered_as), failed)),
                 line("warn", "message.dead_lettered", shard, with(message(row, delivered_as), dead)),
@@ -134,6 +143,7 @@ mod tests {
             (Some("__wkf_step_x"), Some("msg_1"), Some("wrun_1"))
         );
         assert_eq!((l["attempt"].as_f64(), l["status"].as_u64(), l["willRetry"].as_bool()), (Some(1.0), Some(500), Some(true)));
+        assert!(lines[0].contains(r#""attempt":1,"#), "{}", lines[0]);
         assert_eq!(l["retryAt"].as_f64(), Some(1_000.0 + backoff_seconds(1.0) * 1000.0));
         assert!(!lines[0].contains("SECRET-PAYLOAD") && !lines[0].contains("http://app"));
     }

@@ -28,8 +28,11 @@ const MINUTE_MS: i64 = 60_000;
 /// How one delivery ended, as the health counts it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Counted {
-    /// Answered 2xx, a permanent status or a runtime `503 {timeoutSeconds}`: the app took it.
+    /// Answered 2xx or a permanent status: the app took it (its answer time is sampled).
     Delivered,
+    /// The runtime's `503 {timeoutSeconds}` (a workflow waiting): taken, due again later; not
+    /// an answer time worth sampling (it comes back at once).
+    Deferred,
     /// Refused with a 429: due again, no attempt consumed.
     Refused,
     /// Failed with this label (`"500"`, `"transport"`, …); `dead` when it was the last attempt.
@@ -85,7 +88,7 @@ impl Metrics {
     pub fn record(&mut self, now: i64, kind: &str, took_ms: i64, ended: &Counted) {
         let minute = self.minute(now);
         match ended {
-            Counted::Delivered => minute.delivered += 1,
+            Counted::Delivered | Counted::Deferred => minute.delivered += 1,
             Counted::Refused => minute.refused += 1,
             Counted::Failed { dead, .. } => {
                 minute.failed += 1;
@@ -96,6 +99,7 @@ impl Metrics {
         }
         match ended {
             Counted::Delivered => self.sample(now, kind, took_ms),
+            Counted::Deferred => {}
             Counted::Refused => self.refused += 1,
             Counted::Failed { label, dead } => {
                 self.dead_lettered += u64::from(*dead);
@@ -200,6 +204,7 @@ mod tests {
         m.record(t0, "q flow", 100, &Counted::Delivered);
         m.record(t0 + 1, "q flow", 300, &Counted::Delivered);
         m.record(t0 + 2, "q flow", 1, &Counted::Refused);
+        m.record(t0 + 3, "q flow", 1, &Counted::Deferred);
         m.record(t0 + MINUTE_MS, "q step", 1, &failed("500", false));
         m.record(t0 + MINUTE_MS, "q step", 1, &failed("500", true));
         m.record(t0 + MINUTE_MS, "q step", 1, &failed("transport", false));
@@ -209,7 +214,7 @@ mod tests {
         let last = &minutes[MINUTES - 1];
         let prev = &minutes[MINUTES - 2];
         let n = |v: &Value, k: &str| v.get(k).and_then(Value::as_f64).unwrap();
-        assert_eq!((n(prev, "delivered"), n(prev, "refused"), n(prev, "failed")), (2.0, 1.0, 0.0));
+        assert_eq!((n(prev, "delivered"), n(prev, "refused"), n(prev, "failed")), (3.0, 1.0, 0.0));
         assert_eq!((n(last, "failed"), n(last, "deadLettered")), (3.0, 1.0));
         assert_eq!(n(last, "at"), (11 * MINUTE_MS) as f64);
         assert_eq!(n(&s, "refused"), 1.0);

@@ -305,7 +305,8 @@ fn log_line(line: &str) {
 fn counted_as(action: &Action, settled: Settled) -> Option<Counted> {
     match (action, settled) {
         (_, Settled::Stale | Settled::Purged) => None,
-        (Action::Ack | Action::Redeliver { .. }, _) => Some(Counted::Delivered),
+        (Action::Ack, _) => Some(Counted::Delivered),
+        (Action::Redeliver { .. }, _) => Some(Counted::Deferred),
         (Action::Refused { .. }, _) => Some(Counted::Refused),
         (Action::Retry { reason, .. }, settled) => {
             let label = reason.strip_prefix("HTTP ").map_or_else(|| "transport".to_string(), str::to_string);
