@@ -93,6 +93,16 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!((segments[0], segments[1], segments[3]), ("v1", "streams", "chunks"));
             assert_eq!(segment, segments[2]);
         }
+        Ok(Route::Admin) => {
+            assert!(auth.is_ok(), "an admin route without authentication");
+            assert_eq!(&segments[..2], ["v1", "admin"]);
+        }
+        // The console's files: no authentication, GET or HEAD only.
+        Ok(Route::Console(_)) => {
+            assert_eq!(segments.first(), Some(&"console"));
+            assert!(method == "GET" || method == "HEAD", "the console answered {method}");
+        }
+        Err(RouterError::ExpectedGet) => assert_eq!(segments.first(), Some(&"console")),
         Err(RouterError::UnknownPath(p)) => assert_eq!(p, path),
         // 0.4 order: every /v1/<x> but health is authenticated before its 404.
         Err(RouterError::NotConfigured | RouterError::Unauthorized) => {
