@@ -2,7 +2,7 @@
 // The I/O bench at small scale, as a test (tests/conformance/bench/io.mjs, ioBench({scale:
 // "small"})): 10 workflows of 2 sequential 300 ms steps started together on our worker
 // (default variables) through the real 0.4.0 client and runtime beta42, every delivery
-// through the bench's counting proxy. Prints one line per check and
+// straight to the app, which counts them itself. Prints one line per check and
 // `io-small: N passed, N failed`; exits 1 when a check failed.
 //
 //   node tests/conformance/bench/io-small.mjs [--client 0.3|0.4]

@@ -13,21 +13,23 @@
 //   refuse   `seq` against an app that answers 429 (Retry-After: 1) to any delivery above
 //            20 concurrent
 //
-// Every delivery reaches the app through a small proxy of this process (startProxy) in
-// front of its /.well-known/workflow/v1/* routes: it counts the requests the app had open at
-// once, refuses above the scenario's limit (the refused ones never reach the runtime), and
-// forwards the rest to the real runtime. Each World gets a fresh server and app per
-// scenario (a queue's pace lives in its memory), warmed up by one 1-step workflow.
+// Every delivery goes straight to the app, as a user runs it: world-local's to the app's own
+// port (its default), a client's to WORKFLOW_BASE_URL, the app's address. The app counts them
+// itself (lib/app-server.mjs GET /deliveries: open at once, refused, failed), an increment
+// and a push in the process that serves them, and refuses above the scenario's limit there
+// (BENCH_DELIVERY_LIMIT, 429 before the runtime sees it). A proxy of this process used to do
+// that, and slowed world-local to about half its speed (docs/performance.md, "The I/O
+// bench's instrument"). Each World gets a fresh server and app per scenario (a queue's pace
+// lives in its memory), warmed up by one 1-step workflow.
 //
 // Per World and scenario: the slowest run (completedAt − createdAt, the World's clock),
 // p50, the makespan (first createdAt → last completedAt), deliveries accepted per second
 // of makespan, the most concurrent deliveries at the app, refused (429), failed deliveries
-// (a 5xx or transport error at the proxy), dead letters (ours and the reference: the queue
+// (answered 5xx by the app), dead letters (ours and the reference: the queue
 // shard's), step bodies run more than once, and for ours deliveryStats() of the queue
 // shard and its couriers (q:0, q:0#courier:0..25; peakConnections must be <= 6).
 // Every run is checked: completed, with its expected output. A wrong run throws.
 
-import http from "node:http";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import { join } from "node:path";
@@ -76,92 +78,6 @@ export function sequentialAt(s, inflight = REFERENCE_INFLIGHT) {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te", "trailer"]);
-function endToEnd(headers) {
-  const out = {};
-  for (const [k, v] of Object.entries(headers)) if (!HOP_BY_HOP.has(k.toLowerCase())) out[k] = v;
-  return out;
-}
-
-/**
- * The proxy in front of the app's delivery routes. `limit`: deliveries above it open at
- * once are answered 429 with Retry-After: `retryAfter`. Set `proxy.target` to the app's
- * port once it listens. Counts: open/peak (accepted deliveries open at once), accepted,
- * refused, failed (5xx or transport), statuses, and per delivery its message id, attempt,
- * arrival and answer times.
- */
-export async function startProxy({ limit = null, retryAfter = 1 } = {}) {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity });
-  const p = {
-    target: 0,
-    limit: limit ?? Infinity,
-    open: 0,
-    peak: 0,
-    accepted: 0,
-    refused: 0,
-    failed: 0,
-    statuses: {},
-    deliveries: [],
-    reset() {
-      p.peak = p.open;
-      p.accepted = p.refused = p.failed = 0;
-      p.statuses = {};
-      p.deliveries = [];
-    },
-  };
-  const server = http.createServer((req, res) => {
-    const isDelivery = req.method === "POST" && req.url.startsWith("/.well-known/workflow/v1/");
-    if (isDelivery && p.open >= p.limit) {
-      p.refused++;
-      p.statuses[429] = (p.statuses[429] || 0) + 1;
-      req.resume();
-      res.writeHead(429, { "retry-after": String(retryAfter), "content-type": "application/json" });
-      res.end('{"error":"busy"}');
-      return;
-    }
-    const d = isDelivery ? { messageId: req.headers["x-vqs-message-id"], attempt: Number(req.headers["x-vqs-message-attempt"]), at: Date.now(), answeredAt: 0, status: 0 } : null;
-    if (d) {
-      p.open++;
-      p.peak = Math.max(p.peak, p.open);
-      p.accepted++;
-      p.deliveries.push(d);
-    }
-    let closed = false;
-    const close = (status) => {
-      if (closed || !d) return;
-      closed = true;
-      p.open--;
-      d.status = status;
-      d.answeredAt = Date.now();
-      p.statuses[status] = (p.statuses[status] || 0) + 1;
-      if (!(status >= 200 && status < 300)) p.failed++;
-    };
-    const up = http.request({ host: "127.0.0.1", port: p.target, method: req.method, path: req.url, headers: endToEnd(req.headers), agent }, (ur) => {
-      res.writeHead(ur.statusCode, endToEnd(ur.headers));
-      ur.pipe(res);
-      ur.on("end", () => close(ur.statusCode));
-      ur.on("error", () => close(502));
-    });
-    up.on("error", (err) => {
-      close(502);
-      if (!res.headersSent) res.writeHead(502, { "content-type": "text/plain" });
-      res.end(String(err));
-    });
-    res.on("close", () => close(res.statusCode || 502));
-    req.pipe(up);
-  });
-  await new Promise((r) => server.listen(0, "127.0.0.1", r));
-  p.port = server.address().port;
-  p.url = `http://127.0.0.1:${p.port}`;
-  p.close = () =>
-    new Promise((r) => {
-      server.close(() => r());
-      server.closeAllConnections?.();
-      agent.destroy();
-    });
-  return p;
-}
-
 /** Builds (or reuses) the I/O bench's app of a profile (its own directory: .bench-io). */
 export function ioApp(profile) {
   ensureProfile(profile);
@@ -169,11 +85,11 @@ export function ioApp(profile) {
 }
 
 /**
- * One World, fresh: its server (none for local), the proxy (with the scenario's limit) and
- * the app on it. `oursVars`: variables of our worker.
+ * One World, fresh: its server (none for local) and the app on it, refusing above the
+ * scenario's limit (`limit`, null: never). `oursVars`: variables of our worker.
  */
-async function startWorld({ world, client, profile, dir, limit, oursVars = {} }) {
-  const proxy = await startProxy({ limit });
+async function startWorld({ world, client, profile, dir, limit, oursVars = {}, uncounted = false }) {
+  const counting = { ...(limit ? { BENCH_DELIVERY_LIMIT: String(limit) } : {}), ...(uncounted ? { BENCH_COUNT_DELIVERIES: "0" } : {}) };
   let server = null;
   let app = null;
   let dataDir = null;
@@ -186,28 +102,24 @@ async function startWorld({ world, client, profile, dir, limit, oursVars = {} })
         client,
         server: { env: {} },
         worldModule: "@workflow/world-local",
-        env: { WORKFLOW_LOCAL_DATA_DIR: dataDir, WORKFLOW_LOCAL_BASE_URL: proxy.url },
+        env: { WORKFLOW_LOCAL_DATA_DIR: dataDir, ...counting },
       });
     } else {
       server = await startServer({ server: world, client, profile, vars: world === "ours" ? oursVars : {} });
-      app = await startApp({ profile, dir, client, server, env: { WORKFLOW_BASE_URL: proxy.url } });
+      app = await startApp({ profile, dir, client, server, env: { WORKFLOW_BASE_URL: "self", ...counting } });
     }
   } catch (err) {
-    await proxy.close().catch(() => {});
     await server?.dispose().catch(() => {});
     if (dataDir) rmSync(dataDir, { recursive: true, force: true });
     throw err;
   }
-  proxy.target = app.port;
   return {
     world,
     client,
     server,
     app,
-    proxy,
     async stop() {
       await app.stop().catch(() => {});
-      await proxy.close().catch(() => {});
       await server?.dispose().catch(() => {});
       if (dataDir) rmSync(dataDir, { recursive: true, force: true });
     },
@@ -292,8 +204,8 @@ function statsDelta(before, after) {
 }
 
 /** One scenario on one fresh World: warm-up, K workflows started together, checks, figures. */
-export async function runScenario({ world, client, profile, dir, scenario: s, oursVars = {}, timeoutMs = 240_000, log = () => {} }) {
-  const side = await startWorld({ world, client, profile, dir, limit: s.limit, oursVars });
+export async function runScenario({ world, client, profile, dir, scenario: s, oursVars = {}, uncounted = false, timeoutMs = 240_000, log = () => {} }) {
+  const side = await startWorld({ world, client, profile, dir, limit: s.limit, oursVars, uncounted });
   try {
     // Warm-up: one 1-step workflow (compiles the worker's and the runtime's code paths).
     const warmTag = `warm-${world}-${Date.now()}`;
@@ -302,7 +214,7 @@ export async function runScenario({ world, client, profile, dir, scenario: s, ou
     if (warm.status !== "completed") throw new Error(`${world}: warm-up run ${warmId} ${warm.status}`);
     await sleep(100);
     const statsBefore = world === "ours" ? await gateStats(side.server) : null;
-    side.proxy.reset();
+    await side.app.resetDeliveries();
     if (world !== "local") await side.app.resetTrace();
 
     const tags = Array.from({ length: s.workflows }, (_, i) => `${s.name}-${world}-${client}-${i}`);
@@ -338,7 +250,7 @@ export async function runScenario({ world, client, profile, dir, scenario: s, ou
     const createdMin = Math.min(...records.map((r) => new Date(r.createdAt).getTime()));
     const completedMax = Math.max(...records.map((r) => (r.completedAt ? new Date(r.completedAt).getTime() : NaN)));
     const makespanMs = completedMax - createdMin;
-    const p = side.proxy;
+    const p = await side.app.deliveries();
     const result = {
       world,
       client: world === "local" ? null : CLIENTS[client],
@@ -452,7 +364,7 @@ function machineEnd(m) {
  * ("beta42"), oursVars, log, onResult (called with each result and all so far). Returns {scale, profile, runtime, results: [...], machine}; a
  * result's `errors` lists what its checks found (empty when every run was right).
  */
-export async function ioBench({ scale = "full", clients = ["0.4"], worlds = scale === "small" ? ["ours"] : WORLDS, scenarios, profile = "beta42", oursVars = {}, log = (m) => console.error(m), onResult = () => {} } = {}) {
+export async function ioBench({ scale = "full", clients = ["0.4"], worlds = scale === "small" ? ["ours"] : WORLDS, scenarios, profile = "beta42", oursVars = {}, repeat = 1, uncounted = false, log = (m) => console.error(m), onResult = () => {} } = {}) {
   const all = SCALES[scale];
   if (!all) throw new Error(`unknown scale ${scale} (${Object.keys(SCALES).join(", ")})`);
   const chosen = scenarios ? all.filter((s) => scenarios.includes(s.name)) : all;
@@ -460,27 +372,31 @@ export async function ioBench({ scale = "full", clients = ["0.4"], worlds = scal
   const dir = ioApp(profile);
   const m0 = machineStart();
   const results = [];
-  for (const [ci, client] of clients.entries()) {
-    for (const s of chosen) {
-      for (const world of worlds) {
-        if (world === "local" && ci > 0) continue; // no client involved: once is enough
-        log(`io: ${s.name} (${s.label}) on ${world}${world === "local" ? "" : ` through ${CLIENTS[client]}`}`);
-        const m = machineStart();
-        let r;
-        try {
-          r = await runScenario({ world, client, profile, dir, scenario: s, oursVars, log });
-        } catch (err) {
-          log(`  ${world}: failed (${err.message}); once more`);
-          r = await runScenario({ world, client, profile, dir, scenario: s, oursVars, log }).catch((e) => ({ world, client: world === "local" ? null : CLIENTS[client], scenario: s.name, errors: [String(e.message || e)] }));
+  // Repetitions interleave the Worlds (ours, local, ours, local, …), so that a slow minute of
+  // the machine falls on both.
+  for (let rep = 0; rep < repeat; rep++) {
+    for (const [ci, client] of clients.entries()) {
+      for (const s of chosen) {
+        for (const world of worlds) {
+          if (world === "local" && ci > 0) continue; // no client involved: once is enough
+          log(`io: ${s.name} (${s.label}) on ${world}${world === "local" ? "" : ` through ${CLIENTS[client]}`}`);
+          const m = machineStart();
+          let r;
+          try {
+            r = await runScenario({ world, client, profile, dir, scenario: s, oursVars, uncounted, log });
+          } catch (err) {
+            log(`  ${world}: failed (${err.message}); once more`);
+            r = await runScenario({ world, client, profile, dir, scenario: s, oursVars, uncounted, log }).catch((e) => ({ world, client: world === "local" ? null : CLIENTS[client], scenario: s.name, errors: [String(e.message || e)] }));
+          }
+          r.machine = machineEnd(m);
+          results.push(r);
+          log(`  ${world}: ${summaryLine(r)}`);
+          onResult(r, results);
         }
-        r.machine = machineEnd(m);
-        results.push(r);
-        log(`  ${world}: ${summaryLine(r)}`);
-        onResult(r, results);
       }
     }
   }
-  return { scale, profile, runtime: PROFILES[profile].runtime, date: new Date().toISOString(), scenarios: chosen, results, machine: machineEnd(m0) };
+  return { scale, profile, runtime: PROFILES[profile].runtime, date: new Date().toISOString(), scenarios: chosen, repeat, results, machine: machineEnd(m0) };
 }
 
 const f0 = (x) => (Number.isFinite(x) ? x.toFixed(0) : "–");
@@ -519,6 +435,20 @@ export function formatIo(res) {
       `| ${r.scenario} | ${r.world} | ${r.client ?? "–"} | ${f0(r.slowestMs)}${ok} | ${f0(r.p50Ms)} | ${f0(r.makespanMs)} | ${r.deliveries} | ${f1(r.deliveriesPerS)} | ${r.peakAtApp} | ${r.peakSteps} | ${r.refused} | ${r.failedDeliveries} | ${r.deadLetters ?? "n/a"} | ${r.reexecuted} | ${r.requests ?? "–"} | ${r.machine ? r.machine.loadavgEnd[0].toFixed(2) : "–"} |`,
     );
   }
+  if ((res.repeat ?? 1) > 1) {
+    lines.push("", `medians of ${res.repeat} repetitions (each one's figures above)`, "", "| scenario | World | client | slowest ms (median) | each | p50 ms (median) | makespan ms (median) |", "| --- | --- | --- | --- | --- | --- | --- |");
+    const groups = new Map();
+    for (const r of res.results.filter((x) => x.slowestMs !== undefined)) {
+      const key = `${r.scenario}|${r.world}|${r.client ?? "–"}`;
+      if (!groups.has(key)) groups.set(key, []);
+      groups.get(key).push(r);
+    }
+    const med = (xs) => percentile([...xs].sort((a, b) => a - b), 50);
+    for (const [key, rs] of groups) {
+      const [scenario, world, client] = key.split("|");
+      lines.push(`| ${scenario} | ${world} | ${client} | ${f0(med(rs.map((r) => r.slowestMs)))} | ${rs.map((r) => f0(r.slowestMs)).join(", ")} | ${f0(med(rs.map((r) => r.p50Ms)))} | ${f0(med(rs.map((r) => r.makespanMs)))} |`);
+    }
+  }
   const ours = res.results.filter((r) => r.world === "ours" && r.deliveryStats);
   if (ours.length) {
     lines.push("", "ours, deliveryStats() over the scenario (after its warm-up): shard q:0 and the couriers it woke", "");
@@ -536,9 +466,9 @@ export function formatIo(res) {
   return lines.join("\n");
 }
 
-/** npm run bench -- io [--client 0.3|0.4|both] [--only seq,par,refuse] [--worlds ours,reference,local] [--scale small|full] [--profile beta42] [--json out.json] */
+/** npm run bench -- io [--client 0.3|0.4|both] [--only seq,par,refuse] [--worlds ours,reference,local] [--scale small|full] [--profile beta42] [--repeat N] [--uncounted] [--json out.json] */
 export async function main(argv) {
-  const opts = { clients: ["0.4"], scale: "full", scenarios: undefined, worlds: undefined, profile: "beta42", json: null, oursVars: {} };
+  const opts = { clients: ["0.4"], scale: "full", scenarios: undefined, worlds: undefined, profile: "beta42", json: null, oursVars: {}, repeat: 1, uncounted: false };
   const value = (i, flag) => flagValue(argv, i, flag);
   try {
     for (let i = 0; i < argv.length; i++) {
@@ -552,10 +482,15 @@ export async function main(argv) {
       else if (a === "--profile") opts.profile = profileArg(value(i++, a));
       else if (a === "--var") varArg(value(i++, a), opts.oursVars);
       else if (a === "--json") opts.json = value(i++, a);
+      else if (a === "--uncounted") opts.uncounted = true;
+      else if (a === "--repeat") {
+        opts.repeat = Number(value(i++, a));
+        if (!Number.isInteger(opts.repeat) || opts.repeat < 1 || opts.repeat > 20) throw new Error("--repeat: an integer from 1 to 20");
+      }
       else throw new Error(`unknown option ${a}`);
     }
   } catch (err) {
-    console.error(`${err.message}\nusage: node scripts/bench.mjs io [--client 0.3|0.4|both] [--only seq,par,refuse] [--worlds ours,reference,local] [--scale full|small] [--profile beta42] [--var K=V] [--json out.json]`);
+    console.error(`${err.message}\nusage: node scripts/bench.mjs io [--client 0.3|0.4|both] [--only seq,par,refuse] [--worlds ours,reference,local] [--scale full|small] [--profile beta42] [--var K=V] [--repeat N] [--uncounted] [--json out.json]`);
     return 2;
   }
   const { writeFileSync } = await import("node:fs");

@@ -30,6 +30,20 @@
 //   GET  /executions                     what step bodies recorded in the array
 //                                        globalThis.__stepExecutions (e.g. one entry per
 //                                        body run, to count re-executions)
+//   GET  /deliveries, POST /deliveries/reset
+//                                        the deliveries as the app saw them (the I/O
+//                                        bench's counters, kept here so that nothing sits
+//                                        between a World and the app): open at once and the
+//                                        peak, accepted, refused, failed, statuses, and each
+//                                        accepted one's messageId, attempt, arrival, answer
+//                                        and status. BENCH_DELIVERY_LIMIT=N: a delivery
+//                                        arriving with N open is answered 429 (Retry-After:
+//                                        1) before the runtime sees it (an app that refuses
+//                                        when full). BENCH_COUNT_DELIVERIES=0: no counting
+//                                        at all (the bench's check that counting moves
+//                                        nothing)
+// WORKFLOW_BASE_URL=self: deliveries come to this app at http://127.0.0.1:$PORT (the port
+// known once it listens).
 // On listening it prints one line `{"listening":PORT}` to stdout.
 
 import { createServer } from "node:http";
@@ -106,6 +120,26 @@ async function readBody(req) {
   return Buffer.concat(chunks);
 }
 
+/** One delivery to the runtime's handler, traced; resolves with the status answered. */
+async function deliver(req, res, path) {
+  const body = await readBody(req);
+  const entry = { kind: "delivery", path, start: now(), end: 0, status: 0 };
+  const r = body.toString("utf8").match(/"(wrun_[0-9A-Za-z]+)"/);
+  if (r) entry.runId = r[1];
+  entry.messageId = req.headers["x-vqs-message-id"];
+  entry.attempt = Number(req.headers["x-vqs-message-attempt"]);
+  trace.push(entry);
+  try {
+    const request = new Request(`http://localhost${req.url}`, { method: "POST", headers: req.headers, body });
+    const response = await flow(request);
+    entry.status = response.status;
+    await toWebResponse(res, response);
+    return response.status;
+  } finally {
+    entry.end = now();
+  }
+}
+
 async function toWebResponse(res, response) {
   res.writeHead(response.status, Object.fromEntries(response.headers));
   if (response.body) {
@@ -114,27 +148,56 @@ async function toWebResponse(res, response) {
   res.end();
 }
 
+// The deliveries as the app sees them (GET /deliveries): counting costs an increment and a
+// push per delivery, in the process that serves it.
+const deliveryLimit = Number(process.env.BENCH_DELIVERY_LIMIT) || Infinity;
+const counting = process.env.BENCH_COUNT_DELIVERIES !== "0";
+const deliveries = { open: 0, peak: 0, accepted: 0, refused: 0, failed: 0, statuses: {}, deliveries: [] };
+function resetDeliveries() {
+  deliveries.peak = deliveries.open;
+  deliveries.accepted = deliveries.refused = deliveries.failed = 0;
+  deliveries.statuses = {};
+  deliveries.deliveries = [];
+}
+
 const server = createServer(async (req, res) => {
   try {
     const url = new URL(req.url, "http://localhost");
     const path = url.pathname;
     if (req.method === "POST" && path.startsWith("/.well-known/workflow/v1/")) {
-      const body = await readBody(req);
-      const entry = { kind: "delivery", path, start: now(), end: 0, status: 0 };
-      const r = body.toString("utf8").match(/"(wrun_[0-9A-Za-z]+)"/);
-      if (r) entry.runId = r[1];
-      entry.messageId = req.headers["x-vqs-message-id"];
-      entry.attempt = Number(req.headers["x-vqs-message-attempt"]);
-      trace.push(entry);
+      if (!counting) {
+        await deliver(req, res, path);
+        return;
+      }
+      if (deliveries.open >= deliveryLimit) {
+        deliveries.refused++;
+        deliveries.statuses[429] = (deliveries.statuses[429] || 0) + 1;
+        req.resume();
+        res.writeHead(429, { "retry-after": "1", "content-type": "application/json" });
+        res.end('{"error":"busy"}');
+        return;
+      }
+      const counted = { messageId: req.headers["x-vqs-message-id"], attempt: Number(req.headers["x-vqs-message-attempt"]), at: Date.now(), answeredAt: 0, status: 0 };
+      deliveries.open++;
+      deliveries.peak = Math.max(deliveries.peak, deliveries.open);
+      deliveries.accepted++;
+      deliveries.deliveries.push(counted);
+      let status = 500;
       try {
-        const request = new Request(`http://localhost${req.url}`, { method: "POST", headers: req.headers, body });
-        const response = await flow(request);
-        entry.status = response.status;
-        await toWebResponse(res, response);
+        status = await deliver(req, res, path);
       } finally {
-        entry.end = now();
+        deliveries.open--;
+        counted.status = status;
+        counted.answeredAt = Date.now();
+        deliveries.statuses[status] = (deliveries.statuses[status] || 0) + 1;
+        if (!(status >= 200 && status < 300)) deliveries.failed++;
       }
       return;
+    }
+    if (req.method === "GET" && path === "/deliveries") return json(res, 200, deliveries);
+    if (req.method === "POST" && path === "/deliveries/reset") {
+      resetDeliveries();
+      return json(res, 200, {});
     }
     if (req.method === "POST" && path === "/start") {
       const { file, workflow, args = [] } = JSON.parse((await readBody(req)).toString("utf8"));
@@ -202,6 +265,7 @@ server.listen(Number(process.env.PORT) || 0, "127.0.0.1", async () => {
   // Deliveries come back to this port: the client's base URL is http://localhost:$PORT
   // unless WORKFLOW_BASE_URL says otherwise; the world is made once the port is known.
   process.env.PORT = String(port);
+  if (process.env.WORKFLOW_BASE_URL === "self") process.env.WORKFLOW_BASE_URL = `http://127.0.0.1:${port}`;
   world = await (await import(worldModule)).createWorld();
   setWorld(world);
   if (world.start) await world.start();

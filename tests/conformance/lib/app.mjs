@@ -83,6 +83,9 @@ export async function startApp({ profile = "beta42", dir, client = "0.3", server
     trace: () => call("GET", "/trace"),
     executions: () => call("GET", "/executions"),
     resetTrace: () => call("POST", "/trace/reset"),
+    /** The deliveries as the app saw them (open, peak, accepted, refused, failed, statuses, deliveries[]). */
+    deliveries: () => call("GET", "/deliveries"),
+    resetDeliveries: () => call("POST", "/deliveries/reset"),
     /** Resolves once the run's terminal event is answered and the app is quiet (no server requests; see app-server.mjs). */
     settled: (runId, { quietMs = 15, timeoutMs = 60_000 } = {}) =>
       call("GET", `/runs/${encodeURIComponent(runId)}/settled?quietMs=${quietMs}&timeoutMs=${timeoutMs}`),
