@@ -38,7 +38,8 @@
 //                                           scripts/bench/workflows.mjs
 //
 //   node scripts/bench.mjs io [--client 0.3|0.4|both] [--only seq,par,refuse]
-//        [--worlds ours,reference,local] [--scale full|small] [--var K=V] [--json out.json]
+//        [--worlds ours,reference,local] [--scale full|small] [--var K=V] [--repeat N] [--uncounted]
+//        [--json out.json]
 //                                           I/O-bound workflows (steps waiting 1 s on the
 //                                           outside world) started together, on ours, the
 //                                           reference worker and @workflow/world-local, through
