@@ -26,6 +26,8 @@ if (!has("--ip")) args.push("--ip", "127.0.0.1");
 if (!has("--port")) args.push("--port", "8787");
 if (!has("--persist-to")) args.push("--persist-to", join(ROOT, ".wrangler", "state"));
 args.push(...extra);
+const port = extra.find((a) => a.startsWith("--port="))?.slice(7) ?? (has("--port") ? extra[extra.indexOf("--port") + 1] : "8787");
+console.log(`[dev] the queue console: http://127.0.0.1:${port}/console (secret: WORLD_SECRET of .dev.vars)`);
 
 const child = spawn(process.execPath, args, {
   cwd: ROOT,

@@ -647,7 +647,11 @@
     var badge = "healthy";
     var badgeClass = "ok";
     var age = s.oldestDueAgeMs;
-    if (isNum(m.deadLetters) && m.deadLetters > 0) {
+    if (typeof s.error === "string") {
+      // The shard could not be asked (the health answer carries why).
+      badge = "unreachable: " + s.error.slice(0, 120);
+      badgeClass = "bad";
+    } else if (isNum(m.deadLetters) && m.deadLetters > 0) {
       badge = "dead letters";
       badgeClass = "bad";
     } else if (isNum(age) && age > 30000) {
