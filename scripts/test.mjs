@@ -186,43 +186,22 @@ if (built && !files.length && !flag("--skip-conformance")) {
   });
 }
 
-// 6. the DevKit web UI in headless Chromium through both clients (issue #46); says SKIP
-// plainly where no Chromium is installed (.ci/run installs Debian's).
-if (built && !files.length && !flag("--skip-conformance")) {
-  await phase("web UI", async () => {
-    const r = await run(process.execPath, [join(ROOT, "tests", "conformance", "web-ui-run.mjs")], { capture: true });
-    if (/^web: SKIP/m.test(r.out)) {
+/**
+ * A phase that runs one of the headless-Chromium scripts, which print `<label> …: N passed,
+ * N failed` per client run, or `<label>: SKIP` where no Chromium is installed (.ci/run
+ * installs Debian's).
+ */
+async function browserPhase(name, script, label) {
+  await phase(name, async () => {
+    const r = await run(process.execPath, [join(ROOT, "tests", "conformance", script)], { capture: true });
+    if (new RegExp(`^${label}: SKIP`, "m").test(r.out)) {
       skipped += 1;
       return { ok: r.code === 0, detail: "SKIP: no Chromium installed (apt-get install chromium)" };
     }
     let p = 0;
     let f = 0;
     let n = 0;
-    for (const m of r.out.matchAll(/^(web [^:\n]+): (\d+) passed, (\d+) failed/gm)) {
-      n++;
-      p += Number(m[2]);
-      f += Number(m[3]);
-    }
-    if (r.code !== 0 && f === 0) f += 1;
-    passed += p;
-    failed += f;
-    return { ok: r.code === 0 && n > 0, detail: `${p} passed, ${f} failed (${n} client runs)` };
-  });
-}
-
-// 6b. the operator console (/console, issue #55) in headless Chromium through both clients:
-// a real workflow's message dead-lettered by a failing app, seen, redriven, its run completed.
-if (built && !files.length && !flag("--skip-conformance")) {
-  await phase("console", async () => {
-    const r = await run(process.execPath, [join(ROOT, "tests", "conformance", "console-run.mjs")], { capture: true });
-    if (/^console: SKIP/m.test(r.out)) {
-      skipped += 1;
-      return { ok: r.code === 0, detail: "SKIP: no Chromium installed (apt-get install chromium)" };
-    }
-    let p = 0;
-    let f = 0;
-    let n = 0;
-    for (const m of r.out.matchAll(/^console [^:\n]+: (\d+) passed, (\d+) failed/gm)) {
+    for (const m of r.out.matchAll(new RegExp(`^${label} [^:\\n]+: (\\d+) passed, (\\d+) failed`, "gm"))) {
       n++;
       p += Number(m[1]);
       f += Number(m[2]);
@@ -232,6 +211,14 @@ if (built && !files.length && !flag("--skip-conformance")) {
     failed += f;
     return { ok: r.code === 0 && n > 0, detail: `${p} passed, ${f} failed (${n} client runs)` };
   });
+}
+
+// 6. the DevKit web UI in headless Chromium through both clients (issue #46), and the
+// operator console (/console, issue #55): a real workflow's message dead-lettered by a
+// failing app, seen, redriven, its run completed.
+if (built && !files.length && !flag("--skip-conformance")) {
+  await browserPhase("web UI", "web-ui-run.mjs", "web");
+  await browserPhase("console", "console-run.mjs", "console");
 }
 
 // 7. small forms of the I/O and DevKit benches (issue #45, #47): every run completes,
