@@ -321,3 +321,25 @@ test("log: pace.cut when an app that waited on the outside world starts failing 
     await target.close();
   }
 });
+
+test("redrive-all stops when a page redrives none (dead letters whose key another message holds are listed first again)", { timeout: 60_000 }, async () => {
+  // msg_stuck_*: fail (dead-lettered at once); msg_holder_*: hang, holding the same keys.
+  const target = await startQueueTarget((d) => (d.id.startsWith("msg_holder_") ? new Promise(() => {}) : { status: 500 }));
+  const w = await startWorker({ vars: { ...STANDARD_VARS, QUEUE_MAX_ATTEMPTS: "1" } });
+  try {
+    const N = 21;
+    for (let i = 0; i < N; i++) await w.rpc("queue", "q:0", "enqueue", [enqueueRequest(`msg_stuck_${i}`, target.url, { idempotencyKey: `k${i}` })]);
+    await waitFor("21 dead letters", async () => (await call(w, "/v1/admin/queues")).json.shards[0].messages.deadLetters === N, 30_000);
+    for (let i = 0; i < N; i++) {
+      const r = await w.rpc("queue", "q:0", "enqueue", [enqueueRequest(`msg_holder_${i}`, target.url, { idempotencyKey: `k${i}` })]);
+      assert.equal(r.deduped, false);
+    }
+    // A page of 20 that all stay, and more behind it: no progress, so no `hasMore`.
+    const r = await call(w, "/v1/admin/queues/q%3A0/redrive-all", { method: "POST" });
+    assert.deepEqual(r.json, { redriven: 0, failed: 20, hasMore: false });
+    assert.equal((await call(w, "/v1/admin/queues")).json.shards[0].messages.deadLetters, N);
+  } finally {
+    await w.dispose();
+    await target.close();
+  }
+});

@@ -94,6 +94,15 @@ impl AdminError {
     }
 }
 
+/// Whether a `redrive-all` call says to call again: the listing had more than its page, and
+/// this call redrove at least one. Each call lists from the first dead letter, so one that
+/// cannot be redriven (another message holds its idempotency key, or the shard failed) is
+/// listed again; a page of only those would have the caller call forever. (One whose run
+/// expired is deleted instead, and not listed again.)
+pub fn more_to_redrive(listed_more: bool, redriven: usize) -> bool {
+    listed_more && redriven > 0
+}
+
 /// The query's parameters, percent-decoded (`+` is a space); a malformed escape is refused.
 fn query(search: &str) -> Result<Vec<(String, String)>, AdminError> {
     let bad = || AdminError::BadRequest("malformed query string".into());
@@ -248,6 +257,13 @@ mod tests {
             assert!(e.body().contains("\"BadRequest\""), "{search}");
         }
         assert_eq!(p("POST", "/v1/admin/queues/q%3A0/dead-letters", "").unwrap_err().status(), 405);
+    }
+
+    #[test]
+    fn redrive_all_stops_when_a_page_makes_no_progress() {
+        assert!(more_to_redrive(true, 1));
+        assert!(!more_to_redrive(true, 0), "a page of dead letters that stay: stop, do not list them again forever");
+        assert!(!more_to_redrive(false, 20));
     }
 
     #[test]

@@ -66,9 +66,7 @@ async fn serve(env: &Env, request: AdminRequest) -> Result<Value, RpcError> {
                     _ => failed += 1,
                 }
             }
-            // A dead letter that could not be redriven (its run expired: deleted instead) is
-            // not listed again; one that failed otherwise stays, and `hasMore` stays true.
-            let has_more = page.get("hasMore") == Some(&Value::Bool(true));
+            let has_more = admin::more_to_redrive(page.get("hasMore") == Some(&Value::Bool(true)), redriven);
             Ok(Value::object([
                 ("redriven", Value::num(redriven as f64)),
                 ("failed", Value::num(failed as f64)),
