@@ -43,6 +43,30 @@ function run(cmd, cmdArgs, { capture = false, env = process.env } = {}) {
   });
 }
 
+// The failed tests of a TAP report, each with its location and the first line of its error, so
+// that the summary (the tail a CI log keeps) names what failed.
+function tapFailures(text) {
+  const out = [];
+  const lines = text.split("\n");
+  for (let i = 0; i < lines.length; i++) {
+    const m = lines[i].match(/^(\s*)not ok \d+ - (.*)$/);
+    if (!m) continue;
+    const indent = m[1];
+    let where = "";
+    let error = "";
+    for (let j = i + 1; j < lines.length && !lines[j].startsWith(`${indent}  ...`); j++) {
+      const l = lines[j].trim();
+      if (!where && l.startsWith("location:")) where = l.slice(9).trim().replace(/^'|'$/g, "");
+      if (!error && l.startsWith("error:")) {
+        error = l.slice(6).trim();
+        if (/^[|>]-?$/.test(error)) error = (lines[j + 1] || "").trim();
+      }
+    }
+    out.push(`${indent}not ok: ${m[2]}${where ? ` (${where})` : ""}${error ? ` — ${error.slice(0, 300)}` : ""}`);
+  }
+  return out;
+}
+
 async function phase(name, fn) {
   const t0 = Date.now();
   console.log(`\n=== ${name} ===`);
@@ -132,6 +156,7 @@ if (built) {
     return {
       ok: r.code === 0,
       detail: `${p} passed, ${f} failed, ${todo} todo (${todoPassed} of them passing), ${sk} skipped`,
+      failures: tapFailures(text),
     };
   });
 }
@@ -245,7 +270,10 @@ if (built && !files.length && !flag("--skip-conformance")) {
 }
 
 console.log("\n=== summary ===");
-for (const ph of phases) console.log(`${ph.ok ? "PASS" : "FAIL"}  ${ph.name.padEnd(12)} ${fmt(ph.ms).padStart(7)}  ${ph.detail}`);
+for (const ph of phases) {
+  console.log(`${ph.ok ? "PASS" : "FAIL"}  ${ph.name.padEnd(12)} ${fmt(ph.ms).padStart(7)}  ${ph.detail}`);
+  for (const line of (ph.failures || []).slice(0, 20)) console.log(`      ${line}`);
+}
 if (!built) console.log("SKIP  node --test   (the build failed)");
 const ok = phases.every((p) => p.ok);
 console.log(`${ok ? "OK" : "FAILED"}: ${passed} passed, ${failed} failed, ${skipped} skipped`);
