@@ -40,7 +40,7 @@ import { rpc } from "../../lib/rpc.mjs";
 import { startApp } from "../lib/app.mjs";
 import { buildApp, CLIENTS, ensureProfile, PROFILES } from "../lib/profile.mjs";
 import { clientsArg, flagValue, profileArg, varArg } from "../../../scripts/bench/args.mjs";
-import { startServer } from "../lib/workers.mjs";
+import { processCpuMs, startServer } from "../lib/workers.mjs";
 
 export const WORKFLOWS_DIR = fileURLToPath(new URL("./workflows", import.meta.url));
 export const FILE = "workflows/io.ts";
@@ -178,6 +178,36 @@ async function waitAll(side, runIds, timeoutMs) {
   return Promise.all(runIds.map((id) => side.app.run(id)));
 }
 
+/**
+ * Where a burst's time went, from the client's requests (the app's trace; ms from the
+ * start): when the last step_completed was answered, when the first and the accepted
+ * run_completed were sent, and per request kind the time spent waiting on the server (sum
+ * of durations) and the most open at once.
+ */
+export function tracePhases(trace, t0) {
+  const reqs = trace.filter((e) => e.kind === "request" && e.end > 0);
+  const rel = (ms) => (Number.isFinite(ms) ? Math.round(ms - t0) : null);
+  const ends = (type) => reqs.filter((e) => e.eventType === type).map((e) => e.end);
+  const completed = reqs.filter((e) => e.eventType === "run_completed");
+  const byKind = {};
+  for (const e of reqs) {
+    const k = e.path.includes("/listEvents") ? "listEvents" : e.eventType || e.path.replace(/\/wrun_[0-9A-Za-z]+/, "").replace(/^\/v1\/(rpc\/)?/, "").replace(/\/q%3A\d+/, "");
+    (byKind[k] ||= []).push([e.start, e.end]);
+  }
+  const waits = {};
+  for (const [k, iv] of Object.entries(byKind)) {
+    const d = iv.map(([a, b]) => b - a).sort((x, y) => x - y);
+    waits[k] = { n: d.length, sumMs: Math.round(d.reduce((a, b) => a + b, 0)), p50Ms: Math.round(d[d.length >> 1]), maxMs: Math.round(d.at(-1)), peakOpen: peakOpen(iv) };
+  }
+  return {
+    lastStepCompletedMs: rel(Math.max(...ends("step_completed"))),
+    firstRunCompletedSentMs: rel(Math.min(...completed.map((e) => e.start))),
+    runCompletedAcceptedMs: rel(Math.min(...completed.filter((e) => e.ok === true).map((e) => e.end))),
+    runCompletedAttempts: completed.length,
+    waits,
+  };
+}
+
 /** The most intervals [a, b) open at once. */
 function peakOpen(intervals) {
   const edges = intervals.flatMap(([a, b]) => [
@@ -218,6 +248,10 @@ export async function runScenario({ world, client, profile, dir, scenario: s, ou
     if (world !== "local") await side.app.resetTrace();
 
     const tags = Array.from({ length: s.workflows }, (_, i) => `${s.name}-${world}-${client}-${i}`);
+    // CPU over the scenario (utime+stime from /proc, read before and after: nothing on the
+    // delivery path): the app's process and, for a worker, its workerd processes.
+    const cpuOf = () => ({ app: processCpuMs(side.app.child.pid), server: (side.server?.pids() ?? []).reduce((a, pid) => a + processCpuMs(pid), 0) });
+    const cpuBefore = cpuOf();
     const t0 = Date.now();
     const started = await Promise.all(tags.map((tag) => side.app.start(FILE, s.workflow, [tag, s.steps, s.ms])));
     const startedMs = Date.now() - t0;
@@ -226,6 +260,7 @@ export async function runScenario({ world, client, profile, dir, scenario: s, ou
     const records = await waitAll(side, runIds, timeoutMs);
     const settledMs = Date.now() - t0;
     await sleep(300); // the queue's acknowledgements of the last deliveries
+    const cpuAfter = cpuOf();
 
     // Checks: each run completed with its output; each step body ran (once).
     const errors = [];
@@ -299,7 +334,9 @@ export async function runScenario({ world, client, profile, dir, scenario: s, ou
         byKind[k] = (byKind[k] || 0) + 1;
       }
       result.requestsByKind = byKind;
+      result.phases = tracePhases(trace, t0);
     }
+    result.cpuMs = { app: Math.round(cpuAfter.app - cpuBefore.app), server: Math.round(cpuAfter.server - cpuBefore.server) };
     // The queue once every run is terminal, then how long until nothing is pending or in
     // flight (acknowledgements of the last deliveries; couriers report theirs to the shard).
     let q = await queueState(side).catch((err) => ({ error: String(err.message || err) }));
@@ -404,7 +441,7 @@ const f1 = (x) => (Number.isFinite(x) ? x.toFixed(1) : "–");
 
 function summaryLine(r) {
   if (r.slowestMs === undefined) return `ERROR ${r.errors.join("; ")}`;
-  return `slowest ${f0(r.slowestMs)} ms, p50 ${f0(r.p50Ms)}, makespan ${f0(r.makespanMs)} (created over ${f0(r.createdSpreadMs)}, first step ≤ ${f0(r.firstStepDelayMs)} after creation, steps over ${f0(r.stepSpanMs)}, ${r.peakSteps} step bodies at once), ${f1(r.deliveriesPerS)} deliveries/s, peak ${r.peakAtApp} at the app, ${r.refused} refused, ${r.failedDeliveries} failed${r.deadLetters !== undefined ? `, ${r.deadLetters} dead letters` : ""}${r.peakConnections !== undefined ? `, peakConnections ${r.peakConnections}` : ""}${r.errors.length ? ` — CHECKS FAILED: ${r.errors.join("; ")}` : ""}`;
+  return `slowest ${f0(r.slowestMs)} ms, p50 ${f0(r.p50Ms)}, makespan ${f0(r.makespanMs)} (created over ${f0(r.createdSpreadMs)}, first step ≤ ${f0(r.firstStepDelayMs)} after creation, steps over ${f0(r.stepSpanMs)}, ${r.peakSteps} step bodies at once), ${f1(r.deliveriesPerS)} deliveries/s, peak ${r.peakAtApp} at the app, ${r.refused} refused, ${r.failedDeliveries} failed${r.deadLetters !== undefined ? `, ${r.deadLetters} dead letters` : ""}${r.peakConnections !== undefined ? `, peakConnections ${r.peakConnections}` : ""}${r.cpuMs ? `; CPU app ${f0(r.cpuMs.app)} ms, server ${f0(r.cpuMs.server)} ms` : ""}${r.phases ? `; last step_completed ${f0(r.phases.lastStepCompletedMs)}, first run_completed sent ${f0(r.phases.firstRunCompletedSentMs)}, accepted ${f0(r.phases.runCompletedAcceptedMs)} (${r.phases.runCompletedAttempts} attempts), listEvents ${r.phases.waits.listEvents ? `${r.phases.waits.listEvents.n} × p50 ${r.phases.waits.listEvents.p50Ms} ms, ${r.phases.waits.listEvents.peakOpen} at once` : "none"}` : ""}${r.errors.length ? ` — CHECKS FAILED: ${r.errors.join("; ")}` : ""}`;
 }
 
 export function formatIo(res) {

@@ -54,6 +54,9 @@ const fleet = (process.env.CELLD_FLEET_URL || "").replace(/\/$/, "");
 
 // The trace: the client's requests to the server (wrapped fetch) and the deliveries in.
 const trace = [];
+// A SIGTERM (app.stop()) ends the process normally, so that a profile the app was started
+// with (BENCH_APP_NODE_ARGS="--cpu-prof …", lib/app.mjs) is written.
+process.on("SIGTERM", () => process.exit(0));
 const t0 = performance.timeOrigin;
 const now = () => t0 + performance.now();
 const realFetch = globalThis.fetch;

@@ -15,7 +15,10 @@ import { node22 } from "./profile.mjs";
 
 export async function startApp({ profile = "beta42", dir, client = "0.3", server, env = {}, quiet = true, worldModule = `world-celld-${client}` }) {
   const { node, path } = node22(profile);
-  const child = spawn(node, [join(dir, "app-server.mjs")], {
+  // BENCH_APP_NODE_ARGS: extra Node flags for the app (e.g. "--cpu-prof --cpu-prof-dir=/tmp/p",
+  // which NODE_OPTIONS refuses), to profile what the app spends its CPU on.
+  const extra = (process.env.BENCH_APP_NODE_ARGS || "").split(" ").filter(Boolean);
+  const child = spawn(node, [...extra, join(dir, "app-server.mjs")], {
     cwd: dir,
     env: {
       ...process.env,
