@@ -54,7 +54,7 @@
 
 import { varArg } from "../../scripts/bench/args.mjs";
 import { CLIENTS } from "./lib/profile.mjs";
-import { formatTrial, loadAverage, prepareApp, runTrial } from "./chaos/lib.mjs";
+import { causes, formatTrial, loadAverage, prepareApp, runTrial } from "./chaos/lib.mjs";
 
 const args = process.argv.slice(2);
 const opt = (name, dflt) => {
@@ -143,6 +143,6 @@ console.log(
   `\nchaos ${label}: ${passed}/${trials} trials passed; ${correct}/${total} workflows correct; ` +
     `after the last restart median ${s(median)}, max ${s(after.at(-1))}` +
     (after.length < results.length ? ` (${results.length - after.length} trials left workflows unfinished)` : "") +
-    `; ${reexec} re-executed step bodies, ${bad} after their completion was recorded; ${lost} acknowledged completions lost; load ${loadAverage()}`,
+    `; ${reexec} re-executed step bodies (${bad} after their completion was recorded${causes(results.flatMap((t) => t.reExecutions))}); ${lost} acknowledged completions lost; load ${loadAverage()}`,
 );
 process.exit(passed === trials ? 0 : 1);

@@ -200,7 +200,15 @@ export function classify({ runs, executions, trace = [] }) {
       const underGrant =
         recorded && owner.get(x.attempt) === x && grantedAt <= completedAt && x.at - grantedAt <= GRANT_LATENCY_MS;
       const allowed = !recorded || x.at <= completedAt || underGrant;
-      const entry = { ...x, rank, allowed, sinceCompletionMs: recorded ? x.at - completedAt : null, grantedBeforeCompletion: underGrant };
+      const entry = { ...x, rank, allowed, sinceCompletionMs: recorded ? x.at - completedAt : null, grantedBeforeCompletion: underGrant, firstAt: list[0].at };
+      if (rank > 0) {
+        // The step's step_started/step_completed requests before this execution, relative to
+        // the first execution's start: [type, sent, answered, status] (status 0: no answer).
+        const [runId, stepId] = key.split("|");
+        entry.requests = trace
+          .filter((e) => e.kind === "request" && e.runId === runId && e.correlationId === stepId && e.start < x.at && /^step_(started|completed)$/.test(e.eventType))
+          .map((e) => [e.eventType.slice(5), Math.round(e.start - list[0].at), Math.round(e.end - list[0].at), e.status]);
+      }
       if (rank > 0) reExecutions.push(entry);
       if (!allowed) violations.push(entry);
     });
@@ -654,6 +662,25 @@ const at = (v) => (Number.isFinite(v) ? new Date(v).toISOString().slice(11, 23) 
 
 const secs = (v) => (v === null || v === undefined ? "—" : `${(v / 1000).toFixed(1)} s`);
 
+/**
+ * Why the re-executed bodies ran again, from the step's requests before them: an earlier
+ * step_completed the World never answered (in flight at a kill, or sent while it was down),
+ * an earlier step_started it never answered (the runtime ran a body before its start was
+ * granted), or neither (a redelivery that came while the first execution could still have
+ * recorded its completion).
+ */
+export function causes(reExecutions) {
+  let completion = 0;
+  let start = 0;
+  for (const x of reExecutions) {
+    const lost = (type) => (x.requests || []).some(([t, , , status]) => t === type && !status);
+    if (lost("completed")) completion += 1;
+    else if (lost("started")) start += 1;
+  }
+  const other = reExecutions.length - completion - start;
+  return reExecutions.length ? `; ${completion} whose earlier completion the World never answered, ${start} whose earlier start it never answered, ${other} other` : "";
+}
+
 /** The trial's printed form: one headline and the details that matter. */
 export function formatTrial(t, label = "") {
   const lines = [];
@@ -663,7 +690,7 @@ export function formatTrial(t, label = "") {
     `${label}${t.ok ? "PASS" : "FAIL"}  ${t.correct}/${t.workflows} workflows correct; ` +
       `${t.kills.length}/${t.killsAsked} kills (at ${kills || "—"} of ${t.steps} steps, down ${t.kills.map((k) => k.downMs).join("/")} ms); ` +
       `completed ${secs(t.afterLastRestartMs)} after the last restart (${t.within30s}/${t.workflows} within 30 s); ` +
-      `${t.reExecutions.length} step bodies re-executed (${allowed} allowed, ${t.reExecutions.length - allowed} after their completion was recorded)` +
+      `${t.reExecutions.length} step bodies re-executed (${allowed} allowed, ${t.reExecutions.length - allowed} after their completion was recorded${causes(t.reExecutions)})` +
       (t.lostCompletions.length ? `; ${t.lostCompletions.length} acknowledged step completions lost` : "") +
       ` [seed ${t.seed}, ${secs(t.wallMs)}]`,
   );
@@ -676,7 +703,11 @@ export function formatTrial(t, label = "") {
           : x.grantedBeforeCompletion
             ? `started ${x.sinceCompletionMs} ms after its completion was recorded, under its own step_started granted before it`
             : `started ${x.sinceCompletionMs} ms after its completion was recorded`;
-    lines.push(`      re-executed: ${x.workflow} ${x.name} ${x.stepId} attempt ${x.attempt}: ${when} — ${x.allowed ? "allowed" : "NOT ALLOWED"}`);
+    // Where the first execution stood: the kill after it, and when the World was back.
+    const kill = t.kills.find((k) => k.killedAt >= x.firstAt);
+    const first = kill ? `; its first ran ${kill.killedAt - x.firstAt} ms before kill ${kill.k}, this one ${x.at - (kill.killedAt + kill.downMs)} ms after the World was back` : "";
+    const reqs = x.requests?.length ? `; before it: ${x.requests.map(([t, a, b, st]) => `${t} ${a}..${b} ms → ${st || "no answer"}`).join(", ")}` : "";
+    lines.push(`      re-executed: ${x.workflow} ${x.name} ${x.stepId} attempt ${x.attempt}: ${when}${first}${reqs} — ${x.allowed ? "allowed" : "NOT ALLOWED"}`);
   }
   for (const x of t.violations.filter((v) => v.rank === 0)) {
     lines.push(`      ran after completion: ${x.workflow} ${x.name} ${x.stepId} attempt ${x.attempt} (+${x.sinceCompletionMs} ms) — NOT ALLOWED`);
