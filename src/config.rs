@@ -21,6 +21,8 @@ pub struct Config {
     pub workflow_max_events: Option<String>,
     /// Raw `WORKFLOW_CORRELATION_INDEX` (see [`Config::correlation_index`]).
     pub correlation_index: Option<String>,
+    /// Raw `WORKFLOW_INDEX_ARCHIVE` (see [`Config::index_archive`]).
+    pub index_archive: Option<String>,
 }
 
 pub const DEFAULT_QUEUE_MAX_ATTEMPTS: u32 = 5;
@@ -42,6 +44,7 @@ impl Default for Config {
             queue_delivery_timeout_ms: DEFAULT_QUEUE_DELIVERY_TIMEOUT_MS,
             workflow_max_events: None,
             correlation_index: None,
+            index_archive: None,
         }
     }
 }
@@ -57,6 +60,7 @@ pub enum ConfigError {
     QueueMaxInflight,
     QueueDeliveryTimeout,
     CorrelationIndex,
+    IndexArchive,
 }
 
 impl ConfigError {
@@ -65,6 +69,7 @@ impl ConfigError {
             ConfigError::QueueMaxInflight => "QUEUE_MAX_INFLIGHT must be at most 128",
             ConfigError::QueueDeliveryTimeout => "QUEUE_DELIVERY_TIMEOUT_MS must be at most 300000",
             ConfigError::CorrelationIndex => "WORKFLOW_CORRELATION_INDEX must be \"on\" or \"off\"",
+            ConfigError::IndexArchive => "WORKFLOW_INDEX_ARCHIVE must be \"auto\" or \"none\"",
         }
     }
 }
@@ -108,6 +113,22 @@ impl Config {
         }
     }
 
+    /// `WORKFLOW_INDEX_ARCHIVE`: whether IndexDO `index` may hold a pre-upgrade archive.
+    /// `auto` (the default, also when unset or `""`): it is asked once per isolate, and
+    /// again every 30 s until its migration is done (a deployment that never had one is
+    /// read as done at that first ask: `crate::facade::migrate::read_state`), and only by
+    /// the calls that read it (0.3 `get`, `list`, hook reservations and cleanup, a run's
+    /// expiry), never by a run's start, steps or completion. `none`: the deployment never
+    /// ran a release before the sharded index (it was first deployed from this one), and
+    /// no run, listing, hook or expiry touches the object. Any other value is refused.
+    pub fn index_archive(&self) -> Result<bool, ConfigError> {
+        match self.index_archive.as_deref() {
+            None | Some("" | "auto") => Ok(true),
+            Some("none") => Ok(false),
+            Some(_) => Err(ConfigError::IndexArchive),
+        }
+    }
+
     /// Build from an environment lookup (variable name → string value, if set).
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Config {
         let non_empty = |name: &str| get(name).filter(|v| !v.is_empty());
@@ -129,6 +150,7 @@ impl Config {
                 .unwrap_or(DEFAULT_QUEUE_DELIVERY_TIMEOUT_MS),
             workflow_max_events: get("WORKFLOW_MAX_EVENTS"),
             correlation_index: get("WORKFLOW_CORRELATION_INDEX"),
+            index_archive: get("WORKFLOW_INDEX_ARCHIVE"),
         }
     }
 }
@@ -227,6 +249,16 @@ mod tests {
         for bad in [None, Some(""), Some("abc"), Some("0"), Some("-4"), Some("  ")] {
             assert_eq!(positive_int(bad), None, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn index_archive_setting() {
+        let of = |v: Option<&str>| Config { index_archive: v.map(str::to_string), ..Config::default() };
+        for auto in [None, Some(""), Some("auto")] {
+            assert_eq!(of(auto).index_archive(), Ok(true), "{auto:?}");
+        }
+        assert_eq!(of(Some("none")).index_archive(), Ok(false));
+        assert_eq!(of(Some("off")).index_archive(), Err(ConfigError::IndexArchive));
     }
 
     #[test]

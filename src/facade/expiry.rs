@@ -3,7 +3,8 @@
 //!
 //! The archive IndexDO answers `expireRun(request)` first, unchanged: it validates the
 //! request exactly as 0.3 did (its errors are the answer), fences the run there and
-//! deletes the run's pre-upgrade entries. Then, concurrently, the shards' share
+//! deletes the run's pre-upgrade entries. Once the archive holds none, only a request
+//! that [`needs_archive`] goes there; any other is checked the same way against nothing. Then, concurrently, the shards' share
 //! ([`crate::protocol::expiry::shard_calls`], shared with the run DO's retention `index` phase): the catalog shard's
 //! `expireKeys` and the hook shards' `legacyReleaseBatch` calls.
 //!
@@ -14,6 +15,23 @@
 
 use crate::protocol::calls::{ShardCall, Target};
 use crate::wire::{RpcError, Value};
+
+/// Whether an `expireRun` request names a key only the archive can hold even after the
+/// migration: one of no catalog family (`run:`, `runall:`, `correlation:`), which the
+/// facade keeps in the archive (`put`, or `putOwned` of another family); a key that is
+/// not a string counts as one, and so does a string of keys (its characters). A run's own
+/// keys never are, so a run's expiry leaves the archive alone once it holds no
+/// pre-upgrade entry; a request refused whatever the archive holds is refused without it.
+pub fn needs_archive(request: &Value) -> bool {
+    match request.get("keys") {
+        Some(Value::Array(keys)) => keys.iter().any(|key| match key {
+            Value::String(k) => !matches!(super::key_family(k), super::KeyFamily::Run | super::KeyFamily::Correlation),
+            _ => true,
+        }),
+        Some(Value::String(_)) => true,
+        _ => false,
+    }
+}
 
 fn count(answer: &Value, member: &str) -> Result<f64, RpcError> {
     answer.get(member).and_then(Value::as_f64).ok_or_else(|| RpcError::error("malformed index expiry answer"))

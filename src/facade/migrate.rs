@@ -189,6 +189,28 @@ pub async fn step<H: FacadeHost>(host: &H, budget: usize) -> Result<State, RpcEr
     Ok(state)
 }
 
+/// The migration's state as the facade reads it ([`MigrationCache::observe`]): the saved
+/// state, except that an archive never migrated and holding no entry of any of
+/// [`FAMILIES`] reads as done, so that a deployment that never had a pre-upgrade IndexDO
+/// stops consulting it at an isolate's first reading, without waiting for the cron (which
+/// `wrangler dev` never runs). Nothing is written (a raw `list` of everything shows no
+/// key the client did not put). Costs one call, or on a never-migrated archive one list
+/// per family up to the first that holds an entry.
+pub async fn read_state<H: FacadeHost>(host: &H) -> Result<Value, RpcError> {
+    let saved = archive(host, "get", vec![Value::str(STATE_KEY)]).await?;
+    if !saved.is_null() {
+        return Ok(saved);
+    }
+    for family in FAMILIES {
+        let options = Value::object([("prefix", Value::str(family)), ("limit", Value::num(1.0))]);
+        let page = archive(host, "list", vec![options]).await?;
+        if page.get("keys").and_then(Value::as_array).is_none_or(|keys| !keys.is_empty()) {
+            return Ok(saved);
+        }
+    }
+    Ok(State { family: FAMILIES.len(), ..State::default() }.to_value())
+}
+
 /// How long a router isolate trusts an "archive not yet migrated" reading before asking
 /// again ([`MigrationCache`]).
 pub const RECHECK_MS: i64 = 30_000;

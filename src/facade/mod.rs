@@ -110,6 +110,15 @@ pub fn key_family(key: &str) -> KeyFamily {
     }
 }
 
+/// Whether [`route`]'s decision for this call, or its serving, depends on `with_archive`:
+/// reads (`get`, `list`), hook reservations and releases, and a run's expiry do;
+/// `putOwned` (a run's start and its status changes: a catalog shard's, or the archive's
+/// for a key of no known family), `finalizeHookIndexes` and `put`/`delete` (the archive's
+/// anyway) do not, so they are served without asking whether the archive is still in use.
+pub fn archive_matters(method: &str) -> bool {
+    !matches!(method, "putOwned" | "finalizeHookIndexes" | "put" | "delete")
+}
+
 /// Decide one 0.3 `index` call. `with_archive` makes run reads also consult the archive
 /// (until the migration has emptied it of run keys).
 pub fn route(method: &str, args: &[Value], with_archive: bool) -> Result<Route, RpcError> {

@@ -840,3 +840,87 @@ fn the_refusal_of_a_run_key_put() {
     assert!(!refuses_put(&Value::Null));
     assert_eq!(refused_put().to_json().unwrap(), r#"{"stored":false}"#);
 }
+
+#[test]
+fn a_fresh_deployment_is_marked_migrated_at_the_first_reading() {
+    use super::migrate::{read_state, State, STATE_KEY};
+    // Nothing in the archive: done at once (the cron never ran), and nothing written.
+    let f = Fleet::new();
+    let state = block_on(read_state(&f)).unwrap();
+    assert!(State::from_value(&state).done());
+    assert_eq!(f.archive_call("get", vec![s(STATE_KEY)]).unwrap(), Value::Null);
+    // A pre-upgrade entry of any family: not done, nothing written.
+    for key in ["run:wf:0000000000001:wrun_a", "hookclaim:tok_z"] {
+        let f = Fleet::new();
+        f.archive_call("put", vec![s(key), s("{}")]).unwrap();
+        let state = block_on(read_state(&f)).unwrap();
+        assert!(state.is_null() && !State::from_value(&state).done(), "{key}");
+        assert_eq!(f.archive_call("get", vec![s(STATE_KEY)]).unwrap(), Value::Null);
+    }
+    // Only keys of no migrated family (an expiry fence of the reference): done.
+    let f = Fleet::new();
+    f.archive_call("put", vec![s("expired:wrun_old"), Value::num(5.0)]).unwrap();
+    assert!(State::from_value(&block_on(read_state(&f)).unwrap()).done());
+    // A migration under way: its saved state as it is.
+    let f = Fleet::new();
+    let half = State { family: 2, cursor: Some("correlation:x".into()), ..State::default() }.to_value();
+    f.archive_call("put", vec![s(STATE_KEY), half.clone()]).unwrap();
+    f.archive_call("put", vec![s("hook:tok"), s("{}")]).unwrap();
+    assert_eq!(block_on(read_state(&f)).unwrap(), half);
+}
+
+#[test]
+fn a_runs_start_never_asks_about_the_archive_and_its_expiry_skips_a_migrated_one() {
+    // What asks whether the archive is in use: reads, hook reservations, expiry; not a
+    // run's putOwned (its start and status changes) nor a finalize.
+    for method in ["putOwned", "finalizeHookIndexes", "put", "delete"] {
+        assert!(!archive_matters(method), "{method}");
+    }
+    for method in ["get", "list", "reserveHookToken", "releaseHookToken", "deleteHookIndexes", "expireRun"] {
+        assert!(archive_matters(method), "{method}");
+    }
+    // expireRun without the archive: the shards' share, the archive untouched, the same
+    // answer; a bad request is refused as the archive refused it.
+    let f = Fleet::new();
+    f.world.set_run("wrun_x", "active");
+    f.index_with("putOwned", vec![s("wrun_x"), s("runall:0000000000001:wrun_x"), s("{}")], false).unwrap();
+    let request = opts(&[
+        ("runId", s("wrun_x")),
+        ("keys", Value::Array(vec![s("runall:0000000000001:wrun_x")])),
+        ("hooks", Value::Array(vec![])),
+        ("expiredAt", Value::num(7.0)),
+    ]);
+    assert_eq!(f.index_with("expireRun", vec![request], false), Ok(Value::object([("deleted", Value::num(1.0))])));
+    assert_eq!(
+        f.archive_call("list", vec![]).unwrap().get("keys").and_then(Value::as_array).map(Vec::len),
+        Some(0),
+        "the archive holds nothing"
+    );
+    let both =
+        |req: Vec<Value>| (Fleet::new().index_with("expireRun", req.clone(), true), Fleet::new().index_with("expireRun", req, false));
+    let keys = || Value::Array(vec![s("runall:0000000000001:wrun_y")]);
+    let bad_hooks = [Value::num(5.0), Value::Null];
+    let mut bad: Vec<Vec<Value>> = vec![vec![], vec![Value::Null], vec![opts(&[("runId", s("wrun_y"))])]];
+    bad.extend(
+        bad_hooks
+            .into_iter()
+            .map(|h| vec![opts(&[("runId", s("wrun_y")), ("keys", keys()), ("hooks", h), ("expiredAt", Value::num(1.0))])]),
+    );
+    bad.push(vec![opts(&[("runId", s("wrun_y")), ("keys", keys()), ("hooks", Value::Array(vec![]))])]);
+    for bad in bad {
+        let (with, without) = both(bad.clone());
+        assert!(with.is_err(), "{bad:?}");
+        assert_eq!(with, without, "{bad:?}");
+    }
+    // A key the facade keeps in the archive (no catalog family) is expired there.
+    let f = Fleet::new();
+    f.index_with("put", vec![s("kv:1"), s("1")], false).unwrap();
+    let request = opts(&[
+        ("runId", s("wrun_z")),
+        ("keys", Value::Array(vec![s("kv:1"), s("runall:0000000000001:wrun_z")])),
+        ("hooks", Value::Array(vec![])),
+        ("expiredAt", Value::num(7.0)),
+    ]);
+    assert_eq!(f.index_with("expireRun", vec![request], false), Ok(Value::object([("deleted", Value::num(1.0))])));
+    assert_eq!(f.archive_call("get", vec![s("kv:1")]).unwrap(), Value::Null);
+}

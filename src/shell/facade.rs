@@ -20,7 +20,7 @@ use super::serve::{args_or_refusal, now_ms, result_reply};
 use crate::catalog::lease::UPSERT_RUN_KEY;
 use crate::facade::driver::{self, FacadeHost};
 use crate::facade::migrate::{self, MigrationCache};
-use crate::facade::{discarded_put, route, upsert_args, Route, LIFECYCLE_METHOD, UPSERT_KEY};
+use crate::facade::{archive_matters, discarded_put, route, upsert_args, Route, LIFECYCLE_METHOD, UPSERT_KEY};
 use crate::protocol::calls::Target;
 use crate::wire::router::Binding;
 use crate::wire::{RpcError, Value};
@@ -38,13 +38,18 @@ pub(super) async fn archive_in_use(env: &Env) -> bool {
 }
 
 /// Whether facade calls still consult the archive (pre-upgrade data): until this isolate
-/// has seen the migration finished. A reading costs one archive call, at most every
-/// [`migrate::RECHECK_MS`] per isolate; a failed reading keeps the archive in.
+/// has seen the migration finished ([`migrate::read_state`], which finishes it at once
+/// on an archive that holds nothing), never with `WORKFLOW_INDEX_ARCHIVE=none`. A reading
+/// costs one archive call, at most every [`migrate::RECHECK_MS`] per isolate; a failed
+/// reading keeps the archive in.
 async fn with_archive(host: &Host) -> bool {
     let now = now_ms();
     let mut cache = MIGRATION.with(Cell::get);
     if cache.stale(now) {
-        if let Ok(state) = host.call(&Target::Archive, "get", vec![Value::str(migrate::STATE_KEY)]).await {
+        if !super::env::config(&host.env).index_archive().unwrap_or(true) {
+            cache.observe(&migrate::State { family: migrate::FAMILIES.len(), ..migrate::State::default() }.to_value(), now);
+            MIGRATION.with(|c| c.set(cache));
+        } else if let Ok(state) = migrate::read_state(host).await {
             cache.observe(&state, now);
             MIGRATION.with(|c| c.set(cache));
         }
@@ -86,7 +91,15 @@ pub async fn facade_call(env: Env, method: String, body: Vec<u8>) -> Array {
     };
     let keep = super::env::config(&env).correlation_index();
     let host = Host { env };
-    let with_archive = with_archive(&host).await;
+    // A call whose serving does not depend on the archive (a run's `putOwned`) never asks.
+    let with_archive = if archive_matters(&method) {
+        if let Err(e) = super::env::config(&host.env).index_archive() {
+            return result_reply(Err(e.into()), f64::NAN);
+        }
+        with_archive(&host).await
+    } else {
+        MIGRATION.with(Cell::get).with_archive()
+    };
     let routed = route(&method, &args, with_archive);
     if let Some(answer) = routed.as_ref().ok().and_then(|r| discarded_put(r, keep)) {
         return result_reply(answer, f64::NAN);
@@ -122,7 +135,7 @@ pub fn facade_plan(method: &str, body: &[u8], correlation_index: Option<String>)
         Err(refusal) => return Array::of3(&JsValue::from(1), &refusal.get(0), &refusal.get(1)),
     };
     let cache = MIGRATION.with(Cell::get);
-    if cache.stale(now_ms()) {
+    if archive_matters(method) && cache.stale(now_ms()) {
         return asynchronous();
     }
     let upsert_body = |run_id: String, key: String, value: Value| Value::Array(upsert_args(run_id, key, value)).to_json();
