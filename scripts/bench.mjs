@@ -46,6 +46,13 @@
 //                                           the real client (0.4.0 by default); see
 //                                           tests/conformance/bench/io.mjs
 //
+//   node scripts/bench.mjs scale [--client 0.3|0.4|both] [--workflows K]
+//        [--only noSteps,oneStep,par10,io] [--var K=V] [--json out.json]
+//                                           how far one deployment goes: per Durable Object
+//                                           class and for the busiest object, the calls and
+//                                           alarms per workflow, on an instrumented copy;
+//                                           see tests/conformance/bench/scale.mjs
+//
 //   node scripts/bench.mjs devkit [--client 0.3|0.4|both] [--worlds ours,reference,local]
 //        [--only step,stream,hook,sequential,sl,so-text,so-structured] [--scale full|small]
 //        [--runs N] [--so-runs N] [--steps N] [--seq-runs N] [--var K=V] [--json out.json]
@@ -136,6 +143,11 @@ if (process.argv[2] === "workflows") {
 
 if (process.argv[2] === "io") {
   const { main } = await import("../tests/conformance/bench/io.mjs");
+  process.exit(await main(process.argv.slice(3)));
+}
+
+if (process.argv[2] === "scale") {
+  const { main } = await import("../tests/conformance/bench/scale.mjs");
   process.exit(await main(process.argv.slice(3)));
 }
 

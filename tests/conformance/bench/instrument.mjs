@@ -26,13 +26,21 @@ import { profileDir } from "../lib/workers.mjs";
 const SHIM = String.raw`
 import * as inner from "./__ENTRY__";
 
-const fresh = () => ({ objectCalls: 0, objectToObject: 0, byMethod: {}, rowsRead: 0, rowsWritten: 0, storageCalls: 0, alarmsSet: 0, alarmsFired: 0 });
-const S = (globalThis.__celldBenchCounts ??= { c: fresh() });
+const fresh = () => ({ objectCalls: 0, objectToObject: 0, byMethod: {}, rowsRead: 0, rowsWritten: 0, storageCalls: 0, alarmsSet: 0, alarmsFired: 0, objects: {} });
+const S = (globalThis.__celldBenchCounts ??= { c: fresh(), names: {} });
 const count = (f, n = 1) => { S.c[f] += n; };
+// Per object (keyed by its id): its namespace binding, its name (learnt from idFromName /
+// getByName), the calls it served (stub calls from the router or another object) and the
+// alarms it ran.
+const object = (id, binding) => {
+  const o = (S.c.objects[id] ??= { binding: S.names[id]?.binding ?? binding ?? null, name: S.names[id]?.name ?? null, requests: 0, alarms: 0 });
+  if (!o.binding && binding) o.binding = binding;
+  return o;
+};
 
 const bound = (t, v) => (typeof v === "function" ? v.bind(t) : v);
 
-function wrapStub(stub, from) {
+function wrapStub(stub, from, target) {
   return new Proxy(stub, {
     get(t, p) {
       const v = Reflect.get(t, p);
@@ -40,6 +48,7 @@ function wrapStub(stub, from) {
       return (...a) => {
         count("objectCalls");
         if (from !== "router") count("objectToObject");
+        if (target) object(target.id, target.binding).requests += 1;
         // Our worker calls every object through one method, rpc(method, name, bytes).
         const key = from + "→" + (p === "rpc" && typeof a[0] === "string" ? a[0] : p);
         S.c.byMethod[key] = (S.c.byMethod[key] || 0) + 1;
@@ -50,11 +59,26 @@ function wrapStub(stub, from) {
 }
 
 const STUB_MAKERS = new Set(["get", "getByName", "getExisting"]);
-function wrapNamespace(ns, from) {
+function wrapNamespace(ns, from, binding) {
   return new Proxy(ns, {
     get(t, p) {
       const v = Reflect.get(t, p);
-      if (typeof v === "function" && STUB_MAKERS.has(p)) return (...a) => wrapStub(Reflect.apply(v, t, a), from);
+      if (typeof v === "function" && p === "idFromName")
+        return (name, ...a) => {
+          const id = Reflect.apply(v, t, [name, ...a]);
+          S.names[String(id)] ??= { binding, name: String(name) };
+          return id;
+        };
+      if (typeof v === "function" && STUB_MAKERS.has(p))
+        return (...a) => {
+          let target = null;
+          if (p === "getByName") {
+            const id = String(t.idFromName(a[0]));
+            S.names[id] ??= { binding, name: String(a[0]) };
+            target = { id, binding };
+          } else if (a[0] !== undefined) target = { id: String(a[0]), binding };
+          return wrapStub(Reflect.apply(v, t, a), from, target);
+        };
       return bound(t, v);
     },
   });
@@ -67,7 +91,7 @@ function wrapEnv(env, from) {
     get(t, p) {
       const v = Reflect.get(t, p);
       if (!isNamespace(v)) return v;
-      if (!cache.has(p)) cache.set(p, wrapNamespace(v, from));
+      if (!cache.has(p)) cache.set(p, wrapNamespace(v, from, String(p)));
       return cache.get(p);
     },
   });
@@ -165,6 +189,7 @@ function wrapClass(C, name) {
   if (typeof C.prototype.alarm === "function") {
     W.prototype.alarm = function (...a) {
       count("alarmsFired");
+      object(String(this.ctx.id)).alarms += 1;
       return C.prototype.alarm.apply(this, a);
     };
   }

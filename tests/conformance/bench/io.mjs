@@ -159,7 +159,7 @@ const TERMINAL = new Set(["run_completed", "run_failed", "run_cancelled"]);
  * (the terminal event's request answered), so waiting adds no request to the server; on
  * world-local it reads the runs (in-process). Then the records.
  */
-async function waitAll(side, runIds, timeoutMs) {
+export async function waitAll(side, runIds, timeoutMs) {
   const deadline = Date.now() + timeoutMs;
   const pending = new Set(runIds);
   while (pending.size > 0) {
