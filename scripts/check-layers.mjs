@@ -26,6 +26,7 @@ export const LAYERS = {
   protocol: 2, // what one object asks another: hop, shard addressing, lifecycle, leases, calls
   admin: 4,
   facade: 4,
+  partitions: 4,
   coordinator: 4,
   sweep: 4,
   shell: 5,

@@ -23,6 +23,10 @@ pub struct Config {
     pub correlation_index: Option<String>,
     /// Raw `WORKFLOW_INDEX_ARCHIVE` (see [`Config::index_archive`]).
     pub index_archive: Option<String>,
+    /// Raw `QUEUE_PARTITIONS` (see [`Config::queue_partitions`]).
+    pub queue_partitions: Option<String>,
+    /// Raw `QUEUE_PARTITIONS_PREVIOUS` (see [`Config::partition_cover`]).
+    pub queue_partitions_previous: Option<String>,
 }
 
 pub const DEFAULT_QUEUE_MAX_ATTEMPTS: u32 = 5;
@@ -45,10 +49,14 @@ impl Default for Config {
             workflow_max_events: None,
             correlation_index: None,
             index_archive: None,
+            queue_partitions: None,
+            queue_partitions_previous: None,
         }
     }
 }
 
+/// The most partitions a client queue shard may have (`QUEUE_PARTITIONS`).
+pub const MAX_QUEUE_PARTITIONS: u32 = 16;
 /// Largest `QUEUE_MAX_INFLIGHT` (spec-0.4 `queue.md` §2).
 pub const MAX_QUEUE_MAX_INFLIGHT: u32 = 128;
 /// Largest `QUEUE_DELIVERY_TIMEOUT_MS`.
@@ -61,6 +69,7 @@ pub enum ConfigError {
     QueueDeliveryTimeout,
     CorrelationIndex,
     IndexArchive,
+    QueuePartitions,
 }
 
 impl ConfigError {
@@ -70,6 +79,7 @@ impl ConfigError {
             ConfigError::QueueDeliveryTimeout => "QUEUE_DELIVERY_TIMEOUT_MS must be at most 300000",
             ConfigError::CorrelationIndex => "WORKFLOW_CORRELATION_INDEX must be \"on\" or \"off\"",
             ConfigError::IndexArchive => "WORKFLOW_INDEX_ARCHIVE must be \"auto\" or \"none\"",
+            ConfigError::QueuePartitions => "QUEUE_PARTITIONS and QUEUE_PARTITIONS_PREVIOUS must be integers from 1 to 16",
         }
     }
 }
@@ -129,6 +139,25 @@ impl Config {
         }
     }
 
+    /// The instances each client queue shard is spread over
+    /// (`crate::protocol::partition`): `QUEUE_PARTITIONS` (1 when unset or `""`, at most
+    /// [`MAX_QUEUE_PARTITIONS`]), never
+    /// more than `QUEUE_MAX_INFLIGHT`. Enqueues go to these. Anything else is refused.
+    pub fn queue_partitions(&self) -> Result<u32, ConfigError> {
+        let n = partition_count(self.queue_partitions.as_deref())?;
+        // Each partition runs at least one delivery and the total stays the operator's.
+        Ok(n.min(self.max_inflight().unwrap_or(1).max(1)).max(1))
+    }
+
+    /// The partitions a shard-wide call (stats, dead letters, a run's expiry, …) reaches:
+    /// `QUEUE_PARTITIONS`, or `QUEUE_PARTITIONS_PREVIOUS` when that is more, so that after
+    /// the count was lowered the messages the higher partitions still hold are counted,
+    /// listed and fenced until they are delivered.
+    pub fn partition_cover(&self) -> Result<u32, ConfigError> {
+        let previous = partition_count(self.queue_partitions_previous.as_deref())?;
+        Ok(self.queue_partitions()?.max(previous))
+    }
+
     /// Build from an environment lookup (variable name → string value, if set).
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Config {
         let non_empty = |name: &str| get(name).filter(|v| !v.is_empty());
@@ -151,7 +180,17 @@ impl Config {
             workflow_max_events: get("WORKFLOW_MAX_EVENTS"),
             correlation_index: get("WORKFLOW_CORRELATION_INDEX"),
             index_archive: get("WORKFLOW_INDEX_ARCHIVE"),
+            queue_partitions: get("QUEUE_PARTITIONS"),
+            queue_partitions_previous: get("QUEUE_PARTITIONS_PREVIOUS"),
         }
+    }
+}
+
+/// A partition count: 1 when unset or `""`, else an integer from 1 to 16.
+fn partition_count(raw: Option<&str>) -> Result<u32, ConfigError> {
+    match raw.map(str::trim) {
+        None | Some("") => Ok(1),
+        Some(v) => v.parse::<u32>().ok().filter(|n| (1..=MAX_QUEUE_PARTITIONS).contains(n)).ok_or(ConfigError::QueuePartitions),
     }
 }
 
@@ -249,6 +288,27 @@ mod tests {
         for bad in [None, Some(""), Some("abc"), Some("0"), Some("-4"), Some("  ")] {
             assert_eq!(positive_int(bad), None, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn queue_partitions_setting() {
+        let of = |p: Option<&str>, prev: Option<&str>, max: u32| Config {
+            queue_partitions: p.map(str::to_string),
+            queue_partitions_previous: prev.map(str::to_string),
+            queue_max_inflight: max,
+            ..Config::default()
+        };
+        assert_eq!(of(None, None, 128).queue_partitions(), Ok(1));
+        assert_eq!(of(Some(""), None, 128).queue_partitions(), Ok(1));
+        assert_eq!(of(Some("4"), None, 128).queue_partitions(), Ok(4));
+        assert_eq!(of(Some("8"), None, 3).queue_partitions(), Ok(3), "never more than QUEUE_MAX_INFLIGHT");
+        for bad in ["0", "17", "x", "-1", "2.5"] {
+            assert_eq!(of(Some(bad), None, 128).queue_partitions(), Err(ConfigError::QueuePartitions), "{bad}");
+            assert_eq!(of(Some("2"), Some(bad), 128).partition_cover(), Err(ConfigError::QueuePartitions), "{bad}");
+        }
+        assert_eq!(of(Some("2"), Some("8"), 128).partition_cover(), Ok(8));
+        assert_eq!(of(Some("8"), Some("2"), 128).partition_cover(), Ok(8));
+        assert_eq!(of(Some("4"), None, 128).partition_cover(), Ok(4));
     }
 
     #[test]

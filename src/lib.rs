@@ -30,7 +30,8 @@
 //!    settle loop, the run's retention cleanup [`run::cleanup::driver`], the hook shards'
 //!    lifecycle checks), which native tests run against the real cores.
 //! 4. The front doors: [`admin`] (the operator's `/v1/admin/…` routes), [`facade`] (the 0.3 `index` binding over the shards, and the
-//!    archive migration), [`coordinator`] (the 0.4 `/v1/index/*` operations) and
+//!    archive migration), [`coordinator`] (the 0.4 `/v1/index/*` operations),
+//!    [`partitions`] (the queue binding over a client shard's partitions) and
 //!    [`sweep`] (the hourly maximum-age retention sweep).
 //! 5. `shell` (wasm only) — the platform adapter: the JavaScript entry (`entry.mjs`: the
 //!    router's I/O and the `DurableObject` classes) and the Rust behind it (the router's
@@ -48,6 +49,7 @@ pub mod hook_id;
 pub mod hook_shard;
 pub mod hook_token;
 pub mod index;
+pub mod partitions;
 pub mod protocol;
 pub mod queue;
 pub mod run;

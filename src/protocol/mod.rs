@@ -3,6 +3,8 @@
 //! * [`hop`] — the router → Durable Object call, its one-pass body decode and the per-call
 //!   context ([`hop::Ctx`], [`hop::Args`]) every core method receives;
 //! * [`shard`] — shard addressing: FNV-1a and the frozen instance names;
+//! * [`partition`] — queue partitions: which instance of a client queue shard holds a
+//!   message, and each partition's share of the deployment-wide delivery limits;
 //! * [`calls`] — the cross-object call: [`calls::Target`] (archive, catalog or hook shard
 //!   instance) and [`calls::ShardCall`];
 //! * [`hooks`] — the hook shards as callers see them: [`hooks::Family`], the owner, the
@@ -22,4 +24,5 @@ pub mod hooks;
 pub mod hop;
 pub mod leases;
 pub mod lifecycle;
+pub mod partition;
 pub mod shard;
