@@ -13,10 +13,14 @@
 //! | `POST /v1/admin/queues/<shard>/rearm` | the queue's `rearmAlarm` |
 //!
 //! The shards a deployment has are `q:0` … `q:<N-1>`, N = `WORKFLOW_RETENTION_QUEUE_SHARDS`
-//! (the clients' `queueShards`, default 1); any other shard is unknown (404).
+//! (the clients' `queueShards`, default 1), and with queue partitions each of their
+//! partitions `q:<k>~<p>` (p below the partitions shard-wide calls reach,
+//! `Config::partition_cover`), each a queue instance of its own here; any other shard is
+//! unknown (404).
 //!
 //! Knows the queue only by its method names; performs no I/O.
 
+use crate::protocol::partition::{partition_name, split_partition};
 use crate::queue::admin::{check_page, MAX_DEAD_LETTER_PAGE};
 use crate::wire::uri::decode_uri_component;
 
@@ -127,11 +131,13 @@ fn param<'a>(params: &'a [(String, String)], name: &str) -> Result<Option<&'a st
     Ok(first)
 }
 
-/// `q:N` with N below the declared count.
-fn known_shard(shard: &str, count: u32) -> Result<String, AdminError> {
-    let n = shard.strip_prefix("q:").filter(|n| !n.is_empty() && n.len() <= 10 && n.bytes().all(|b| b.is_ascii_digit()));
+/// `q:N` with N below the declared count, or its partition `q:N~P` with P below
+/// `partitions`.
+fn known_shard(shard: &str, count: u32, partitions: u32) -> Result<String, AdminError> {
+    let (client, p) = split_partition(shard);
+    let n = client.strip_prefix("q:").filter(|n| !n.is_empty() && n.len() <= 10 && n.bytes().all(|b| b.is_ascii_digit()));
     match n.and_then(|n| n.parse::<u32>().ok()) {
-        Some(i) if i < count && format!("q:{i}") == shard => Ok(shard.to_string()),
+        Some(i) if i < count && p < partitions.max(1) && partition_name(&format!("q:{i}"), p) == shard => Ok(shard.to_string()),
         _ => Err(AdminError::UnknownShard(shard.chars().take(64).collect())),
     }
 }
@@ -146,8 +152,9 @@ fn want(method: &str, allowed: &'static str) -> Result<(), AdminError> {
 
 /// The request an authenticated `/v1/admin/…` path makes: `pathname` as received
 /// (percent-encoded segments), `search` the query string (with or without its `?`),
-/// `shards` the parsed `WORKFLOW_RETENTION_QUEUE_SHARDS` (or why it is not valid).
-pub fn parse(method: &str, pathname: &str, search: &str, shards: Result<u32, String>) -> Result<AdminRequest, AdminError> {
+/// `shards` the parsed `WORKFLOW_RETENTION_QUEUE_SHARDS` (or why it is not valid),
+/// `partitions` the queue partitions each has (1: none).
+pub fn parse(method: &str, pathname: &str, search: &str, shards: Result<u32, String>, partitions: u32) -> Result<AdminRequest, AdminError> {
     let segments: Vec<&str> = pathname.split('/').filter(|s| !s.is_empty()).collect();
     let not_found = || AdminError::NotFound(pathname.chars().take(200).collect());
     if segments.get(..3) != Some(&["v1", "admin", "queues"][..]) {
@@ -161,12 +168,15 @@ pub fn parse(method: &str, pathname: &str, search: &str, shards: Result<u32, Str
         want(method, "GET")?;
         return Ok(AdminRequest::Health {
             shards: match param(&params, "shard")? {
-                Some(one) => vec![known_shard(one, count)?],
-                None => (0..count.min(MAX_HEALTH_SHARDS)).map(|i| format!("q:{i}")).collect(),
+                Some(one) => vec![known_shard(one, count, partitions)?],
+                None => (0..count)
+                    .flat_map(|i| (0..partitions.max(1)).map(move |p| partition_name(&format!("q:{i}"), p)))
+                    .take(MAX_HEALTH_SHARDS as usize)
+                    .collect(),
             },
         });
     }
-    let shard = known_shard(&decoded(rest[0])?, count)?;
+    let shard = known_shard(&decoded(rest[0])?, count, partitions)?;
     match rest[1..] {
         ["dead-letters"] => {
             want(method, "GET")?;
@@ -202,7 +212,7 @@ mod tests {
     use super::*;
 
     fn p(method: &str, path: &str, search: &str) -> Result<AdminRequest, AdminError> {
-        parse(method, path, search, Ok(2))
+        parse(method, path, search, Ok(2), 1)
     }
 
     #[test]
@@ -210,10 +220,22 @@ mod tests {
         assert_eq!(p("GET", "/v1/admin/queues", ""), Ok(AdminRequest::Health { shards: vec!["q:0".into(), "q:1".into()] }));
         assert_eq!(p("GET", "/v1/admin/queues/", "?shard=q%3A1"), Ok(AdminRequest::Health { shards: vec!["q:1".into()] }));
         assert_eq!(
-            parse("GET", "/v1/admin/queues", "", Ok(1000)).map(|r| matches!(r, AdminRequest::Health { shards } if shards.len() == 64)),
+            parse("GET", "/v1/admin/queues", "", Ok(1000), 1).map(|r| matches!(r, AdminRequest::Health { shards } if shards.len() == 64)),
             Ok(true)
         );
         assert_eq!(p("POST", "/v1/admin/queues", "").unwrap_err().status(), 405);
+    }
+
+    #[test]
+    fn partitions_are_shards_of_their_own() {
+        let health = parse("GET", "/v1/admin/queues", "", Ok(2), 3).unwrap();
+        let want: Vec<String> = ["q:0", "q:0~1", "q:0~2", "q:1", "q:1~1", "q:1~2"].map(String::from).to_vec();
+        assert_eq!(health, AdminRequest::Health { shards: want });
+        assert_eq!(parse("POST", "/v1/admin/queues/q%3A1~2/purge", "", Ok(2), 3), Ok(AdminRequest::Purge { shard: "q:1~2".into() }));
+        for unknown in ["q%3A1~3", "q%3A0~0", "q%3A0~01", "q%3A2~1"] {
+            let e = parse("POST", &format!("/v1/admin/queues/{unknown}/purge"), "", Ok(2), 3).unwrap_err();
+            assert_eq!(e.status(), 404, "{unknown}");
+        }
     }
 
     #[test]
@@ -226,7 +248,7 @@ mod tests {
         assert_eq!(p("GET", "/v1/admin/nope", "").unwrap_err().status(), 404);
         assert_eq!(p("GET", "/v1/admin/queues/q%3A0/nope", "").unwrap_err().status(), 404);
         assert_eq!(p("GET", "/v1/admin/queues/q%3A0/dead-letters/x/redrive/more", "").unwrap_err().status(), 404);
-        let bad = parse("GET", "/v1/admin/queues", "", Err("WORKFLOW_RETENTION_QUEUE_SHARDS must be …".into())).unwrap_err();
+        let bad = parse("GET", "/v1/admin/queues", "", Err("WORKFLOW_RETENTION_QUEUE_SHARDS must be …".into()), 1).unwrap_err();
         assert_eq!(bad.status(), 500);
     }
 

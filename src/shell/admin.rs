@@ -85,7 +85,11 @@ pub async fn admin_call(env: Env, method: String, pathname: String, search: Stri
     let shards = integer_setting(raw.as_deref(), "WORKFLOW_RETENTION_QUEUE_SHARDS", 1, 1, i64::from(u32::MAX))
         .map(|n| n as u32)
         .map_err(|e| e.message());
-    let request = match admin::parse(&method, &pathname, &search, shards) {
+    let partitions = match super::env::config(&env).partition_cover() {
+        Ok(n) => n,
+        Err(e) => return reply(500, AdminError::Config(e.message().into()).body()),
+    };
+    let request = match admin::parse(&method, &pathname, &search, shards, partitions) {
         Ok(r) => r,
         Err(e) => return reply(e.status(), e.body()),
     };

@@ -132,13 +132,30 @@ async function route(request, env) {
   const b = decision.indexOf("\n", a + 1);
   const ns = env[decision.slice(1, a)];
   if (!ns) return respond(wasm.bodyError(body) || wasm.missingBinding(decision.slice(1, a)));
+  let name = decision.slice(b + 1);
+  const method = decision.slice(a + 1, b);
   let reply;
   try {
-    reply = await hop(ns, decision.slice(b + 1), decision.slice(a + 1, b), body);
+    // A queue shard spread over partitions (src/shell/partitions.rs): the plan names the one
+    // instance of the hop, or the call goes to all of them. Decided in JavaScript for speed:
+    // an unpartitioned deployment (the variables unset or 1) forwards without asking.
+    if (decision.startsWith("FWORKFLOW_QUEUE\n") && partitioned(env)) {
+      const plan = wasm.queuePlan(method, name, body, env.QUEUE_PARTITIONS, env.QUEUE_PARTITIONS_PREVIOUS, env.QUEUE_MAX_INFLIGHT);
+      if (plan[0] === 1) return new Response(plan[2], { status: plan[1], headers: JSON_HEADERS });
+      if (plan[0] === 0) reply = await wasm.queuePartitionsCall(env, name, method, body);
+      else name = plan[1];
+    }
+    reply ??= await hop(ns, name, method, body);
   } catch (e) {
     return respond(wasm.hopFailed(String(e?.message ?? e)));
   }
   return new Response(reply[1], { status: reply[0], headers: JSON_HEADERS });
+}
+
+/** Whether the queue is spread over partitions (QUEUE_PARTITIONS or its previous value above 1). */
+function partitioned(env) {
+  const more = (v) => v !== undefined && v !== "" && v !== "1";
+  return more(env.QUEUE_PARTITIONS) || more(env.QUEUE_PARTITIONS_PREVIOUS);
 }
 
 /** A console file with its headers (`[status, body, [[name, value]…]]`). */

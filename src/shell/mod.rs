@@ -17,6 +17,7 @@ mod gate;
 mod index_route;
 mod kv;
 mod objects;
+mod partitions;
 mod post;
 mod queue_do;
 mod run_do;

@@ -58,6 +58,7 @@ use crate::admin::{DEAD_LETTERS_METHOD, HEALTH_METHOD};
 use crate::config::Config;
 use crate::protocol::hop::{Args, Ctx};
 use crate::protocol::leases::HolderName;
+use crate::protocol::partition::{share, split_partition};
 use crate::queue::courier::{decode_report, encode_item, is_courier_method, SYNC_METHOD, WAKE_METHOD};
 use crate::queue::delivery::{
     build_request, call_alarm_change, claim_at_most, classify, drop_expired, lease_deadline, settle, with_heartbeat, Action, ClaimMemo,
@@ -201,8 +202,9 @@ pub struct QueueObject {
     lifecycle: LifecycleCache,
     /// This instance's name, learnt from its first RPC: the holder name of its leases.
     name: HolderName,
-    /// The deploy-time variables, read once per instance.
-    config: Rc<Config>,
+    /// The deploy-time variables, read once per instance; for a partition of a client
+    /// shard, with its share of the delivery limits ([`Self::learn_name`]).
+    config: RefCell<Rc<Config>>,
     /// Leases with a delivery running in this instance (a count: two claims of one
     /// message in the same millisecond share a lease).
     live: Rc<RefCell<HashMap<String, u32>>>,
@@ -520,7 +522,8 @@ impl QueueObject {
         writes: Option<Writes>,
         lifecycle: Known,
     ) -> std::result::Result<std::result::Result<Served, RpcError>, Fallback> {
-        let ctx = Ctx { now: now_ms(), name, config: &self.config };
+        let config = self.config.borrow().clone();
+        let ctx = Ctx { now: now_ms(), name, config: &config };
         // An enqueue may claim its message for this instance when the instance can deliver
         // it: recovered, and a loop that still takes work (or none yet, which the alarm
         // starts). Not inside the class's transaction (`Direct`), whose commit comes later.
@@ -541,7 +544,7 @@ impl QueueObject {
             let lifecycle = match lifecycle {
                 Known::Asked(l) => l,
                 Known::Cached(answered) => {
-                    match driver::known_lifecycle(store, &self.config, &self.lifecycle, method, Args(args), ctx.now, answered)? {
+                    match driver::known_lifecycle(store, &config, &self.lifecycle, method, Args(args), ctx.now, answered)? {
                         Ok(l) => known = l,
                         Err(run_id) => return Ok(Served::Ask(run_id)),
                     }
@@ -570,7 +573,7 @@ impl QueueObject {
 
     async fn rpc(&self, method: &str, name: &str, body: &[u8]) -> Array {
         self.rpcs.set(self.rpcs.get() + 1);
-        self.name.learn(name);
+        self.learn_name(name);
         let args = match args_or_refusal(body) {
             Ok(a) => a,
             Err(refusal) => return refusal,
@@ -613,7 +616,8 @@ impl QueueObject {
     /// The run DOs' answers for the runs `method` must check (a read, then the hops).
     async fn ask_lifecycle(&self, method: &str, args: &[Value]) -> std::result::Result<Lifecycle, RpcError> {
         // Reads only: no transaction needed.
-        let runs = read_only(&self.storage, |s| driver::runs_to_check(s, &self.config, method, Args(args)))?;
+        let config = self.config.borrow().clone();
+        let runs = read_only(&self.storage, |s| driver::runs_to_check(s, &config, method, Args(args)))?;
         driver::ask(self, &self.lifecycle, &runs).await
     }
 
@@ -753,7 +757,7 @@ impl QueueObject {
     /// Settle one delivery's outcome (a retry or 503 rescheduling asks the run again) and
     /// feed the pace. The guard is dropped by the caller afterwards.
     async fn settle_outcome(&self, claimed: &Claimed, sent: &Sent, outcome: &Outcome) {
-        let cfg = self.config.clone();
+        let cfg = self.config.borrow().clone();
         let action = classify(outcome);
         let lifecycle = if action == Action::Ack { Lifecycle::unknown() } else { self.check_row(&claimed.row).await };
         let now = now_ms();
@@ -882,7 +886,7 @@ impl QueueObject {
             if self.dropped_expired(&claimed).await {
                 continue;
             }
-            items.push(encode_item(&claimed.lease, &build_request(&claimed.row, &self.config)));
+            items.push(encode_item(&claimed.lease, &build_request(&claimed.row, &self.config.borrow())));
             self.lent_count.set(self.lent_count.get() + 1);
             let sent = self.sending(&claimed.row);
             self.lent.borrow_mut().insert(claimed.lease.clone(), Lent { claimed, _guard: guard, sent });
@@ -923,13 +927,37 @@ impl QueueObject {
         parse_courier_name(&name).map(|(shard, index)| (shard.to_string(), index))
     }
 
+    /// Remember this instance's name (its first call's); a partition of a client shard
+    /// (`QUEUE_PARTITIONS` above 1) then runs its share of `QUEUE_MAX_INFLIGHT` and
+    /// `QUEUE_MIN_INFLIGHT` ([`crate::protocol::partition::share`]), so the deployment's
+    /// limits stay the operator's. Couriers carry what their shard lends and keep theirs.
+    fn learn_name(&self, name: &str) {
+        if self.name.get().is_some() || name.is_empty() {
+            return;
+        }
+        self.name.learn(name);
+        if parse_courier_name(name).is_some() {
+            return;
+        }
+        let cfg = config(&self.env);
+        let Ok(count) = cfg.queue_partitions() else { return };
+        let (_, p) = split_partition(name);
+        if count <= 1 && p == 0 {
+            return;
+        }
+        let max = share(cfg.max_inflight().unwrap_or(1), count, p);
+        let min = share(cfg.queue_min_inflight, count, p).min(max);
+        *self.pace.borrow_mut() = Pace::new(min, max);
+        *self.config.borrow_mut() = Rc::new(Config { queue_max_inflight: max, queue_min_inflight: min, ..cfg });
+    }
+
     /// Courier role: run the loop once (the wake-up's, or the alarm's).
     async fn courier_loop(&self) {
         let Some((shard, index)) = self.courier_role() else { return };
         self.courier_woken.set(false);
         self.courier_looping.set(true);
         let _end = EndOnDrop { looping: &self.courier_looping, end: &self.courier_end };
-        let timeout = self.config.queue_delivery_timeout_ms.min(crate::config::MAX_QUEUE_DELIVERY_TIMEOUT_MS);
+        let timeout = self.config.borrow().queue_delivery_timeout_ms.min(crate::config::MAX_QUEUE_DELIVERY_TIMEOUT_MS);
         let courier = Courier { env: &self.env, gate: &self.gate, shard: &shard, index, timeout_ms: timeout };
         match courier.run().await {
             Ended::Idle | Ended::Budget => {}
@@ -942,7 +970,7 @@ impl QueueObject {
     /// it claimed, whose alarm (armed now) is left to fire and join the loop: the first
     /// pass only takes the handed messages, so no exact claim alarm replaces that one.
     async fn run_loop(&self, from_alarm: bool) -> std::result::Result<(), JsValue> {
-        let cfg = self.config.clone();
+        let cfg = self.config.borrow().clone();
         let started = now_ms();
         let mut running: FuturesUnordered<Pin<Box<dyn Future<Output = ()> + '_>>> = FuturesUnordered::new();
         let mut first = true;
@@ -1090,7 +1118,7 @@ impl QueueObject {
             alarms_run: Cell::new(0),
             rpcs: Cell::new(0),
             metrics: RefCell::new(Metrics::new(now_ms())),
-            config: Rc::new(cfg),
+            config: RefCell::new(Rc::new(cfg)),
         }
     }
 
@@ -1113,7 +1141,7 @@ impl QueueObject {
         if let Some(reply) = lease_holder_reply(&self.lifecycle, method, body) {
             return reply;
         }
-        self.name.learn(name);
+        self.learn_name(name);
         let current = class_alarm(current);
         // The couriers' methods await other objects and storage, the health reads the alarm:
         // the asynchronous path.
@@ -1190,6 +1218,12 @@ impl QueueObject {
     /// The delivery loop. Throws only when its first claim fails (the platform retries).
     pub async fn alarm(&self) -> std::result::Result<(), JsValue> {
         self.alarms_run.set(self.alarms_run.get() + 1);
+        // An instance its alarm woke knows its name from storage (a partition's share).
+        if self.name.get().is_none() {
+            if let Ok(Some(name)) = read_only(&self.storage, |s| s.get(NAME_KEY)) {
+                self.learn_name(&name);
+            }
+        }
         if self.courier_role().is_some() {
             // A courier: its loop (the one its wake-up started, if running).
             if self.courier_looping.get() {

@@ -65,6 +65,11 @@ impl CleanupHost for Host<'_> {
     }
 
     async fn call(&self, binding: Binding, name: &str, method: &str, args: Vec<Value>) -> std::result::Result<Value, RpcError> {
+        // A client queue shard answers over its partitions (a run's expiry fences them all).
+        if binding == Binding::Queue {
+            let missing = format!("world-celld retention missing binding {}", binding.env_name());
+            return super::partitions::queue_call(self.env, name, method, args, &missing).await;
+        }
         call_do(self.env, binding, name, method, args).await
     }
 

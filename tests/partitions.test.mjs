@@ -1,0 +1,135 @@
+// Queue partitions (issue #54): with QUEUE_PARTITIONS = 4 a client shard q:0 is four QueueDO
+// instances (q:0, q:0~1, q:0~2, q:0~3). Through the router as a client calls it: every
+// message delivered, a key deduplicated wherever it lands, QUEUE_MAX_INFLIGHT kept
+// deployment-wide, stats / dead letters / redrive / purge / a run's expiry answered for the
+// whole shard, each partition visible in the admin health.
+
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { STANDARD_VARS, startWorker } from "./lib/harness.mjs";
+import { enqueueRequest, startQueueTarget } from "./lib/queue-target.mjs";
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function waitFor(what, check, timeoutMs = 20_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await check();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+async function admin(w, path, method = "GET") {
+  const r = await fetch(new URL(path, w.url), { method, headers: { authorization: `Bearer ${w.secret}` } });
+  return { status: r.status, json: await r.json() };
+}
+
+const PARTS = ["q:0", "q:0~1", "q:0~2", "q:0~3"];
+
+test("four partitions: delivered once each, deduplicated, at most QUEUE_MAX_INFLIGHT at the app, stats and health for the whole shard", { timeout: 90_000 }, async () => {
+  let open = 0;
+  let peak = 0;
+  const target = await startQueueTarget(async () => {
+    open += 1;
+    peak = Math.max(peak, open);
+    await sleep(300);
+    open -= 1;
+    return { status: 200 };
+  });
+  const w = await startWorker({ vars: { ...STANDARD_VARS, QUEUE_PARTITIONS: "4", QUEUE_MAX_INFLIGHT: "8", QUEUE_MIN_INFLIGHT: "4" } });
+  try {
+    const N = 60;
+    for (let i = 0; i < N; i++) {
+      const answer = await w.rpc("queue", "q:0", "enqueue", [enqueueRequest(`msg_p${String(i).padStart(3, "0")}`, target.url)]);
+      assert.equal(answer.messageId, `msg_p${String(i).padStart(3, "0")}`);
+    }
+    // One idempotency key under five message ids: one message, on one partition.
+    const first = await w.rpc("queue", "q:0", "enqueue", [enqueueRequest("msg_key_0", target.url, { idempotencyKey: "step_once" })]);
+    for (let i = 1; i < 5; i++) {
+      const again = await w.rpc("queue", "q:0", "enqueue", [enqueueRequest(`msg_key_${i}`, target.url, { idempotencyKey: "step_once" })]);
+      assert.equal(again.messageId, first.messageId, "deduplicated to the first");
+    }
+    await waitFor("every message delivered", () => new Set(target.deliveries.filter((d) => d.status === 200).map((d) => d.id)).size === N + 1, 60_000);
+    const ids = target.deliveries.filter((d) => d.status === 200).map((d) => d.id);
+    assert.equal(ids.length, N + 1, "each delivered once");
+    assert.ok(peak <= 8, `at most QUEUE_MAX_INFLIGHT (8) at the app over four partitions, saw ${peak}`);
+    assert.ok(peak >= 4, `the partitions delivered side by side, saw ${peak}`);
+    const stats = await waitFor("the shard drained", async () => {
+      const s = await w.rpc("queue", "q:0", "stats", []);
+      return s.pending + s.inflight === 0 && s;
+    });
+    assert.deepEqual([stats.pending, stats.inflight, stats.deadLetters], [0, 0, 0]);
+    // The admin health shows each partition, and most of them delivered.
+    const health = await admin(w, "/v1/admin/queues");
+    assert.equal(health.status, 200);
+    assert.deepEqual(health.json.shards.map((s) => s.shard), PARTS);
+    const delivered = health.json.shards.map((s) => s.deliveries.minutes.reduce((a, m) => a + m.delivered, 0));
+    assert.equal(delivered.reduce((a, b) => a + b, 0), N + 1, JSON.stringify(delivered));
+    assert.ok(delivered.filter((n) => n > 0).length >= 3, JSON.stringify(delivered));
+    assert.ok(health.json.shards.every((s) => s.pace.ceiling === 2), "each partition's share of 8");
+  } finally {
+    await w.dispose();
+    await target.close();
+  }
+});
+
+test("four partitions: dead letters listed across them in one order, redriven and purged; a run's expiry fences every partition", { timeout: 90_000 }, async () => {
+  let failing = true;
+  const target = await startQueueTarget(() => (failing ? { status: 500, body: "down" } : { status: 200 }));
+  const w = await startWorker({ vars: { ...STANDARD_VARS, QUEUE_PARTITIONS: "4", QUEUE_MAX_ATTEMPTS: "1" } });
+  try {
+    const N = 25;
+    for (let i = 0; i < N; i++) await w.rpc("queue", "q:0", "enqueue", [enqueueRequest(`dead_${String(i).padStart(2, "0")}`, target.url)]);
+    await waitFor("25 dead letters", async () => (await w.rpc("queue", "q:0", "stats", [])).deadLetters === N, 30_000);
+    const seen = [];
+    let cursor;
+    for (let pages = 0; pages < 10; pages++) {
+      const page = await w.rpc("queue", "q:0", "listDeadLetters", [cursor === undefined ? { limit: 10 } : { limit: 10, cursor }]);
+      assert.ok(page.data.length <= 10);
+      seen.push(...page.data.map((d) => d.messageId));
+      if (!page.hasMore) break;
+      cursor = page.cursor;
+    }
+    assert.equal(seen.length, N);
+    assert.equal(new Set(seen).size, N, "each dead letter once");
+    failing = false;
+    assert.deepEqual(await w.rpc("queue", "q:0", "redriveDeadLetter", [seen[3]]), { ok: true });
+    assert.deepEqual(await w.rpc("queue", "q:0", "redriveDeadLetter", ["msg_none"]), { ok: false });
+    await waitFor("the redriven message delivered", () => target.deliveries.some((d) => d.id === seen[3] && d.status === 200));
+    const purged = await w.rpc("queue", "q:0", "purgeDeadLetters", []);
+    assert.deepEqual(purged, { purged: N - 1, hasMore: false });
+
+    // A run's messages on every partition; its expiry (as a run's cleanup calls it) fences
+    // them all: later enqueues of the run are refused whichever partition they land on.
+    for (let i = 0; i < 12; i++) {
+      await w.rpc("queue", "q:0", "enqueue", [enqueueRequest(`late_${i}`, target.url, { runId: "wrun_gone", delaySeconds: 600 })]);
+    }
+    const expired = await w.rpc("queue", "q:0", "expireRun", ["wrun_gone", Date.now(), { limit: 64 }]);
+    assert.equal(expired.deleted, 12);
+    assert.equal(expired.done, true);
+    assert.equal(expired.receipt.partitions.length, 4);
+    assert.deepEqual(await w.rpc("queue", "q:0", "acknowledgeExpireRun", ["wrun_gone", expired.receipt]), { acknowledged: true });
+    for (let i = 0; i < 8; i++) {
+      const refused = await w.rpc("queue", "q:0", "enqueue", [enqueueRequest(`again_${i}`, target.url, { runId: "wrun_gone" })]);
+      assert.equal(refused.code, "RUN_EXPIRED", JSON.stringify(refused));
+    }
+    const stats = await w.rpc("queue", "q:0", "stats", []);
+    assert.deepEqual([stats.pending, stats.deadLetters], [0, 0]);
+  } finally {
+    await w.dispose();
+    await target.close();
+  }
+});
+
+test("a partition count out of range is refused with a clear error", { timeout: 30_000 }, async () => {
+  const w = await startWorker({ vars: { ...STANDARD_VARS, QUEUE_PARTITIONS: "99" } });
+  try {
+    const r = await w.rpc.raw("queue", "q:0", "stats", []);
+    assert.equal(r.status, 500);
+    assert.match(r.value.error.message, /QUEUE_PARTITIONS and QUEUE_PARTITIONS_PREVIOUS must be integers from 1 to 16/);
+  } finally {
+    await w.dispose();
+  }
+});
