@@ -133,3 +133,51 @@ test("a partition count out of range is refused with a clear error", { timeout: 
     await w.dispose();
   }
 });
+
+test("changing the partition count on a live deployment: stored messages are delivered where they are, counted and fenced until then", { timeout: 120_000 }, async () => {
+  const { mkdtempSync, rmSync } = await import("node:fs");
+  const { tmpdir } = await import("node:os");
+  const { join } = await import("node:path");
+  const dir = mkdtempSync(join(tmpdir(), "celld-partitions-"));
+  const target = await startQueueTarget(() => ({ status: 200 }));
+  const delivered = () => new Set(target.deliveries.filter((d) => d.status === 200).map((d) => d.id));
+  const start = (vars) => startWorker({ persistDir: dir, vars: { ...STANDARD_VARS, ...vars } });
+  // One object (today's default, and every earlier build): messages due in 8 s.
+  let w = await start({});
+  try {
+    for (let i = 0; i < 10; i++) await w.rpc("queue", "q:0", "enqueue", [enqueueRequest(`one_${i}`, target.url, { delaySeconds: 8 })]);
+  } finally {
+    await w.dispose();
+  }
+  // Four partitions: what q:0 stored is still counted and delivered by q:0; new messages spread.
+  w = await start({ QUEUE_PARTITIONS: "4" });
+  try {
+    assert.equal((await w.rpc("queue", "q:0", "stats", [])).pending, 10);
+    for (let i = 0; i < 20; i++) await w.rpc("queue", "q:0", "enqueue", [enqueueRequest(`four_${i}`, target.url, { delaySeconds: 8, runId: i < 4 ? "wrun_late" : undefined })]);
+    assert.equal((await w.rpc("queue", "q:0", "stats", [])).pending, 30);
+  } finally {
+    await w.dispose();
+  }
+  // Back to two, the previous count declared: the higher partitions' messages are still
+  // counted, fenced by a run's expiry and delivered.
+  w = await start({ QUEUE_PARTITIONS: "2", QUEUE_PARTITIONS_PREVIOUS: "4" });
+  try {
+    assert.equal((await w.rpc("queue", "q:0", "stats", [])).pending, 30);
+    const expired = await w.rpc("queue", "q:0", "expireRun", ["wrun_late", Date.now(), { limit: 64 }]);
+    assert.equal(expired.deleted, 4, "the run's messages on all four partitions");
+    await waitFor("every other message delivered", () => delivered().size === 26, 60_000);
+    for (let i = 0; i < 10; i++) assert.ok(delivered().has(`one_${i}`), `one_${i}`);
+    for (let i = 4; i < 20; i++) assert.ok(delivered().has(`four_${i}`), `four_${i}`);
+    for (let i = 0; i < 4; i++) assert.ok(!delivered().has(`four_${i}`), "an expired run's message is not delivered");
+    const stats = await waitFor("drained", async () => {
+      const s = await w.rpc("queue", "q:0", "stats", []);
+      return s.pending + s.inflight === 0 && s;
+    });
+    assert.equal(stats.deadLetters, 0);
+    assert.equal(target.deliveries.filter((d) => d.status === 200).length, 26, "each delivered once");
+  } finally {
+    await w.dispose();
+    await target.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
