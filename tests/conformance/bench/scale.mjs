@@ -30,6 +30,25 @@ export const SHAPES = [
 ];
 /** Cloudflare's documented soft limit of requests per second to one Durable Object. */
 export const OBJECT_RPS = 1000;
+/**
+ * Cloudflare's published prices, per million (Workers Paid; read 2026-11-30, as
+ * docs/performance.md "What it costs"): Worker requests, Durable Object requests, rows
+ * written, rows read, and duration per GB-s (an object is billed 128 MB while active).
+ */
+export const PRICES = { workerRequests: 0.3, objectRequests: 0.15, rowsWritten: 1.0, rowsRead: 0.001, gbSeconds: 12.5 };
+export const OBJECT_GB = 0.128;
+
+/**
+ * The platform's bill per million workflows from per-workflow figures: Worker requests
+ * (the client's requests), object calls, rows, and duration counted as the time queue
+ * objects hold deliveries open (each delivery's time at the app: an object waiting on the
+ * app is active), a lower bound (objects' own request handling adds milliseconds).
+ */
+export function costPerMillion({ workerRequests, objectCalls, rowsWritten, rowsRead, deliverySeconds }) {
+  const duration = deliverySeconds * OBJECT_GB * PRICES.gbSeconds;
+  const total = workerRequests * PRICES.workerRequests + objectCalls * PRICES.objectRequests + rowsWritten * PRICES.rowsWritten + rowsRead * PRICES.rowsRead + duration;
+  return { total, duration };
+}
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -93,6 +112,18 @@ export async function runShape({ client, profile, dir, shape, workflows, vars = 
     await sleep(1500);
     const counts = await readCounts(server);
     const summary = summarize(counts.objects, workflows);
+    const trace = await app.trace();
+    const per = (n) => n / workflows;
+    const platform = {
+      workerRequests: per(trace.filter((e) => e.kind === "request").length),
+      objectCalls: per(counts.objectCalls),
+      rowsWritten: per(counts.rowsWritten),
+      rowsRead: per(counts.rowsRead),
+      alarmsSet: per(counts.alarmsSet),
+      deliverySeconds: per(trace.filter((e) => e.kind === "delivery" && e.end > 0).reduce((a, e) => a + (e.end - e.start), 0) / 1000),
+    };
+    summary.platform = platform;
+    summary.costPerMillion = costPerMillion(platform);
     log(`  ${CLIENTS[client]} ${shape.name}: ${workflows} workflows in ${wallMs} ms; ${summary.requestsPerWorkflow.toFixed(1)} object requests per workflow; busiest ${summary.busiest?.binding} ${summary.busiest?.name} (${(summary.busiest?.share * 100).toFixed(0)} %)`);
     return { client: CLIENTS[client], shape: shape.name, wallMs, ...summary };
   } finally {
@@ -109,6 +140,11 @@ export function formatScale(res) {
   for (const r of res.results) {
     const b = r.busiest || {};
     lines.push(`| ${r.client} | ${r.shape} | ${f1(r.requestsPerWorkflow)} | ${b.binding} \`${b.name}\` | ${f1(b.requestsPerWorkflow)} · ${f1(b.alarmsPerWorkflow)} | ${((b.share || 0) * 100).toFixed(0)} % | ${r.ceilingWorkflowsPerS === null ? "–" : Math.round(r.ceilingWorkflowsPerS)} |`);
+  }
+  lines.push("", "| client | shape | Worker requests | object calls | rows written | rows read | alarms set | delivery s | $ per million workflows (duration) |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+  for (const r of res.results) {
+    const p = r.platform;
+    lines.push(`| ${r.client} | ${r.shape} | ${f1(p.workerRequests)} | ${f1(p.objectCalls)} | ${f1(p.rowsWritten)} | ${f1(p.rowsRead)} | ${f1(p.alarmsSet)} | ${p.deliverySeconds.toFixed(2)} | ${r.costPerMillion.total.toFixed(1)} (${r.costPerMillion.duration.toFixed(1)}) |`);
   }
   lines.push("", "| client | shape | class | instances | requests · alarms per workflow |", "| --- | --- | --- | --- | --- |");
   for (const r of res.results) {
