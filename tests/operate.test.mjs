@@ -7,20 +7,8 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { STANDARD_VARS, startWorker } from "./lib/harness.mjs";
+import { STANDARD_VARS, startWorker, waitFor } from "./lib/harness.mjs";
 import { enqueueRequest, startQueueTarget } from "./lib/queue-target.mjs";
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-async function waitFor(what, check, timeoutMs = 15_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await check();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
 
 /** `fetch` of the worker with a bearer secret (or none); the status and the parsed body. */
 async function call(w, path, { secret = w.secret, method = "GET", body } = {}) {

@@ -6,20 +6,10 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { STANDARD_VARS, startWorker } from "./lib/harness.mjs";
+import { STANDARD_VARS, startWorker, waitFor } from "./lib/harness.mjs";
 import { enqueueRequest, startQueueTarget } from "./lib/queue-target.mjs";
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-async function waitFor(what, check, timeoutMs = 20_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await check();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
 
 async function admin(w, path, method = "GET") {
   const r = await fetch(new URL(path, w.url), { method, headers: { authorization: `Bearer ${w.secret}` } });
@@ -59,7 +49,7 @@ test("four partitions: delivered once each, deduplicated, at most QUEUE_MAX_INFL
     const stats = await waitFor("the shard drained", async () => {
       const s = await w.rpc("queue", "q:0", "stats", []);
       return s.pending + s.inflight === 0 && s;
-    });
+    }, 20_000);
     assert.deepEqual([stats.pending, stats.inflight, stats.deadLetters], [0, 0, 0]);
     // The admin health shows each partition, and most of them delivered.
     const health = await admin(w, "/v1/admin/queues");
@@ -97,7 +87,7 @@ test("four partitions: dead letters listed across them in one order, redriven an
     failing = false;
     assert.deepEqual(await w.rpc("queue", "q:0", "redriveDeadLetter", [seen[3]]), { ok: true });
     assert.deepEqual(await w.rpc("queue", "q:0", "redriveDeadLetter", ["msg_none"]), { ok: false });
-    await waitFor("the redriven message delivered", () => target.deliveries.some((d) => d.id === seen[3] && d.status === 200));
+    await waitFor("the redriven message delivered", () => target.deliveries.some((d) => d.id === seen[3] && d.status === 200), 20_000);
     const purged = await w.rpc("queue", "q:0", "purgeDeadLetters", []);
     assert.deepEqual(purged, { purged: N - 1, hasMore: false });
 
@@ -172,7 +162,7 @@ test("changing the partition count on a live deployment: stored messages are del
     const stats = await waitFor("drained", async () => {
       const s = await w.rpc("queue", "q:0", "stats", []);
       return s.pending + s.inflight === 0 && s;
-    });
+    }, 20_000);
     assert.equal(stats.deadLetters, 0);
     assert.equal(target.deliveries.filter((d) => d.status === 200).length, 26, "each delivered once");
   } finally {

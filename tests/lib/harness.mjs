@@ -35,6 +35,17 @@ export const STANDARD_VARS = Object.freeze({
 });
 export const STANDARD_SECRET = "golden-secret";
 
+/** Polls `check` every 100 ms until it returns something truthy (returned); throws after `timeoutMs`. */
+export async function waitFor(what, check, timeoutMs = 15_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await check();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 /** Push every line the streams carry onto `into`. */
 function collectLines(streams, into) {
   for (const stream of streams) {
