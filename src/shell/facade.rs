@@ -34,19 +34,20 @@ thread_local! {
 /// run DO's retention `index` phase (which skips the archive's `expireRun` once it cannot
 /// find anything there). The same per-isolate reading as the facade's.
 pub(super) async fn archive_in_use(env: &Env) -> bool {
-    with_archive(&Host { env: env.clone() }).await
+    let wanted = super::env::config(env).index_archive().unwrap_or(true);
+    with_archive(&Host { env: env.clone() }, wanted).await
 }
 
 /// Whether facade calls still consult the archive (pre-upgrade data): until this isolate
 /// has seen the migration finished ([`migrate::read_state`], which finishes it at once
 /// on an archive that holds nothing), never with `WORKFLOW_INDEX_ARCHIVE=none`. A reading
 /// costs one archive call, at most every [`migrate::RECHECK_MS`] per isolate; a failed
-/// reading keeps the archive in.
-async fn with_archive(host: &Host) -> bool {
+/// reading keeps the archive in. `wanted`: `WORKFLOW_INDEX_ARCHIVE` is not `none`.
+async fn with_archive(host: &Host, wanted: bool) -> bool {
     let now = now_ms();
     let mut cache = MIGRATION.with(Cell::get);
     if cache.stale(now) {
-        if !super::env::config(&host.env).index_archive().unwrap_or(true) {
+        if !wanted {
             cache.observe(&migrate::State { family: migrate::FAMILIES.len(), ..migrate::State::default() }.to_value(), now);
             MIGRATION.with(|c| c.set(cache));
         } else if let Ok(state) = migrate::read_state(host).await {
@@ -89,14 +90,15 @@ pub async fn facade_call(env: Env, method: String, body: Vec<u8>) -> Array {
         Ok(a) => a,
         Err(refusal) => return refusal,
     };
-    let keep = super::env::config(&env).correlation_index();
+    let config = super::env::config(&env);
+    let keep = config.correlation_index();
     let host = Host { env };
     // A call whose serving does not depend on the archive (a run's `putOwned`) never asks.
     let with_archive = if archive_matters(&method) {
-        if let Err(e) = super::env::config(&host.env).index_archive() {
-            return result_reply(Err(e.into()), f64::NAN);
+        match config.index_archive() {
+            Ok(wanted) => with_archive(&host, wanted).await,
+            Err(e) => return result_reply(Err(e.into()), f64::NAN),
         }
-        with_archive(&host).await
     } else {
         MIGRATION.with(Cell::get).with_archive()
     };
