@@ -246,14 +246,15 @@ if (built && !files.length && !flag("--skip-conformance")) {
   await browserPhase("console", "console-run.mjs", "console");
 }
 
-// 7. small forms of the I/O and DevKit benches (issue #45, #47): every run completes,
-// deliveries run together within the platform's connection limit, every scenario measures.
+// 7. small forms of the I/O, DevKit and scale benches (issue #45, #47, #54): every run
+// completes, deliveries run together within the platform's connection limit, every scenario
+// measures, the default layout spreads the queue.
 if (built && !files.length && !flag("--skip-conformance")) {
   await phase("benches", async () => {
     let p = 0;
     let f = 0;
     let ok = true;
-    for (const name of ["io-small.mjs", "devkit-small.mjs"]) {
+    for (const name of ["io-small.mjs", "devkit-small.mjs", "scale-small.mjs"]) {
       const r = await run(process.execPath, [join(ROOT, "tests", "conformance", "bench", name)], { capture: true });
       const m = r.out.match(/^[a-z-]+: (\d+) passed, (\d+) failed/m);
       if (m) {
@@ -265,7 +266,7 @@ if (built && !files.length && !flag("--skip-conformance")) {
     }
     passed += p;
     failed += f;
-    return { ok, detail: `${p} passed, ${f} failed (io-small, devkit-small)` };
+    return { ok, detail: `${p} passed, ${f} failed (io-small, devkit-small, scale-small)` };
   });
 }
 

@@ -57,6 +57,9 @@ impl Default for Config {
 
 /// The most partitions a client queue shard may have (`QUEUE_PARTITIONS`).
 pub const MAX_QUEUE_PARTITIONS: u32 = 16;
+/// The partitions a client queue shard has when `QUEUE_PARTITIONS` is unset (issue #54,
+/// chosen by measurement: docs/performance.md, "How far one deployment goes").
+pub const DEFAULT_QUEUE_PARTITIONS: u32 = 16;
 /// Largest `QUEUE_MAX_INFLIGHT` (spec-0.4 `queue.md` §2).
 pub const MAX_QUEUE_MAX_INFLIGHT: u32 = 128;
 /// Largest `QUEUE_DELIVERY_TIMEOUT_MS`.
@@ -140,11 +143,11 @@ impl Config {
     }
 
     /// The instances each client queue shard is spread over
-    /// (`crate::protocol::partition`): `QUEUE_PARTITIONS` (1 when unset or `""`, at most
-    /// [`MAX_QUEUE_PARTITIONS`]), never
+    /// (`crate::protocol::partition`): `QUEUE_PARTITIONS` ([`DEFAULT_QUEUE_PARTITIONS`]
+    /// when unset or `""`, at most [`MAX_QUEUE_PARTITIONS`]), never
     /// more than `QUEUE_MAX_INFLIGHT`. Enqueues go to these. Anything else is refused.
     pub fn queue_partitions(&self) -> Result<u32, ConfigError> {
-        let n = partition_count(self.queue_partitions.as_deref())?;
+        let n = partition_count(self.queue_partitions.as_deref(), DEFAULT_QUEUE_PARTITIONS)?;
         // Each partition runs at least one delivery and the total stays the operator's.
         Ok(n.min(self.max_inflight().unwrap_or(1).max(1)).max(1))
     }
@@ -154,7 +157,7 @@ impl Config {
     /// the count was lowered the messages the higher partitions still hold are counted,
     /// listed and fenced until they are delivered.
     pub fn partition_cover(&self) -> Result<u32, ConfigError> {
-        let previous = partition_count(self.queue_partitions_previous.as_deref())?;
+        let previous = partition_count(self.queue_partitions_previous.as_deref(), 1)?;
         Ok(self.queue_partitions()?.max(previous))
     }
 
@@ -186,10 +189,10 @@ impl Config {
     }
 }
 
-/// A partition count: 1 when unset or `""`, else an integer from 1 to 16.
-fn partition_count(raw: Option<&str>) -> Result<u32, ConfigError> {
+/// A partition count: `default` when unset or `""`, else an integer from 1 to 16.
+fn partition_count(raw: Option<&str>, default: u32) -> Result<u32, ConfigError> {
     match raw.map(str::trim) {
-        None | Some("") => Ok(1),
+        None | Some("") => Ok(default),
         Some(v) => v.parse::<u32>().ok().filter(|n| (1..=MAX_QUEUE_PARTITIONS).contains(n)).ok_or(ConfigError::QueuePartitions),
     }
 }
@@ -298,8 +301,16 @@ mod tests {
             queue_max_inflight: max,
             ..Config::default()
         };
-        assert_eq!(of(None, None, 128).queue_partitions(), Ok(1));
-        assert_eq!(of(Some(""), None, 128).queue_partitions(), Ok(1));
+        assert_eq!(of(None, None, 128).queue_partitions(), Ok(DEFAULT_QUEUE_PARTITIONS));
+        assert_eq!(of(Some(""), None, 128).queue_partitions(), Ok(DEFAULT_QUEUE_PARTITIONS));
+        assert_eq!(
+            of(None, None, 6).queue_partitions(),
+            Ok(DEFAULT_QUEUE_PARTITIONS.min(6)),
+            "the default, never more than QUEUE_MAX_INFLIGHT"
+        );
+        assert_eq!(of(Some("1"), None, 128).partition_cover(), Ok(1), "one object: the layout before partitions");
+        assert_eq!(of(Some("1"), Some(""), 128).partition_cover(), Ok(1));
+        assert_eq!(of(Some("1"), Some("16"), 128).partition_cover(), Ok(16));
         assert_eq!(of(Some("4"), None, 128).queue_partitions(), Ok(4));
         assert_eq!(of(Some("8"), None, 3).queue_partitions(), Ok(3), "never more than QUEUE_MAX_INFLIGHT");
         for bad in ["0", "17", "x", "-1", "2.5"] {

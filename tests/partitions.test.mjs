@@ -2,7 +2,8 @@
 // instances (q:0, q:0~1, q:0~2, q:0~3). Through the router as a client calls it: every
 // message delivered, a key deduplicated wherever it lands, QUEUE_MAX_INFLIGHT kept
 // deployment-wide, stats / dead letters / redrive / purge / a run's expiry answered for the
-// whole shard, each partition visible in the admin health.
+// whole shard, one shard-count pin, the admin health one row for the shard with each
+// partition beside it.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -51,14 +52,21 @@ test("four partitions: delivered once each, deduplicated, at most QUEUE_MAX_INFL
       return s.pending + s.inflight === 0 && s;
     }, 20_000);
     assert.deepEqual([stats.pending, stats.inflight, stats.deadLetters], [0, 0, 0]);
-    // The admin health shows each partition, and most of them delivered.
+    // The admin health: one row for the client shard, its partitions beside, most of them
+    // having delivered; QUEUE_MAX_INFLIGHT shared out (2 each).
     const health = await admin(w, "/v1/admin/queues");
     assert.equal(health.status, 200);
-    assert.deepEqual(health.json.shards.map((s) => s.shard), PARTS);
-    const delivered = health.json.shards.map((s) => s.deliveries.minutes.reduce((a, m) => a + m.delivered, 0));
+    assert.deepEqual(health.json.shards.map((s) => s.shard), ["q:0"]);
+    const row = health.json.shards[0];
+    assert.deepEqual(row.partitions.map((p) => p.shard), PARTS);
+    assert.equal(row.deliveries.minutes.reduce((a, m) => a + m.delivered, 0), N + 1);
+    const delivered = row.partitions.map((p) => p.delivered);
     assert.equal(delivered.reduce((a, b) => a + b, 0), N + 1, JSON.stringify(delivered));
     assert.ok(delivered.filter((n) => n > 0).length >= 3, JSON.stringify(delivered));
-    assert.ok(health.json.shards.every((s) => s.pace.ceiling === 2), "each partition's share of 8");
+    assert.deepEqual([row.pace.ceiling, row.pace.floor], [8, 4]);
+    // One partition on its own.
+    const third = await admin(w, "/v1/admin/queues?shard=q%3A0~2");
+    assert.deepEqual([third.json.shards[0].shard, third.json.shards[0].pace.ceiling], ["q:0~2", 2]);
   } finally {
     await w.dispose();
     await target.close();
@@ -96,10 +104,11 @@ test("four partitions: dead letters listed across them in one order, redriven an
     for (let i = 0; i < 12; i++) {
       await w.rpc("queue", "q:0", "enqueue", [enqueueRequest(`late_${i}`, target.url, { runId: "wrun_gone", delaySeconds: 600 })]);
     }
-    const expired = await w.rpc("queue", "q:0", "expireRun", ["wrun_gone", Date.now(), { limit: 64 }]);
-    assert.equal(expired.deleted, 12);
-    assert.equal(expired.done, true);
-    assert.equal(expired.receipt.partitions.length, 4);
+    const at = Date.now();
+    const expired = await w.rpc("queue", "q:0", "expireRun", ["wrun_gone", at, { limit: 64 }]);
+    // The answer one object gives (spec-0.4 queue.md §5), the counts summed.
+    assert.deepEqual(expired, { deleted: 12, done: true, receipt: { deleted: 12, expiredAt: at } });
+    assert.deepEqual(await w.rpc("queue", "q:0", "acknowledgeExpireRun", ["wrun_gone", { deleted: 11, expiredAt: at }]), { acknowledged: false });
     assert.deepEqual(await w.rpc("queue", "q:0", "acknowledgeExpireRun", ["wrun_gone", expired.receipt]), { acknowledged: true });
     for (let i = 0; i < 8; i++) {
       const refused = await w.rpc("queue", "q:0", "enqueue", [enqueueRequest(`again_${i}`, target.url, { runId: "wrun_gone" })]);
@@ -107,6 +116,37 @@ test("four partitions: dead letters listed across them in one order, redriven an
     }
     const stats = await w.rpc("queue", "q:0", "stats", []);
     assert.deepEqual([stats.pending, stats.deadLetters], [0, 0]);
+  } finally {
+    await w.dispose();
+    await target.close();
+  }
+});
+
+test("four partitions keep one shard-count pin: an enqueue with another queueShards is refused wherever it lands; an invalid expiry date as one object takes it", { timeout: 60_000 }, async () => {
+  const target = await startQueueTarget(() => ({ status: 200 }));
+  const w = await startWorker({ vars: { ...STANDARD_VARS, QUEUE_PARTITIONS: "4" } });
+  try {
+    // The first enqueue pins the client shard to one shard (partition 0 keeps the pin).
+    assert.equal((await w.rpc("queue", "q:0", "enqueue", [enqueueRequest("pin_first", target.url, { delaySeconds: 600 })])).ok, true);
+    for (let i = 0; i < 12; i++) {
+      const r = await w.rpc("queue", "q:0", "enqueue", [enqueueRequest(`pin_other_${i}`, target.url, { queueShards: 2, delaySeconds: 600 })]);
+      assert.equal(r.code, "CONFIG_MISMATCH", JSON.stringify(r));
+      assert.match(r.message, /pinned 1, got 2/);
+    }
+    for (let i = 0; i < 12; i++) {
+      const r = await w.rpc("queue", "q:0", "enqueue", [enqueueRequest(`pin_same_${i}`, target.url, { delaySeconds: 600 })]);
+      assert.equal(r.ok, true, JSON.stringify(r));
+    }
+    assert.equal((await w.rpc("queue", "q:0", "stats", [])).pending, 13);
+    const health = await admin(w, "/v1/admin/queues");
+    assert.ok(health.json.shards[0].partitions.filter((p) => p.pending > 0).length >= 3, "the messages are on several partitions");
+    // queue.expireRun with an invalid Date: {deleted: 0}, as one object answers it.
+    const r = await fetch(new URL("/v1/rpc/queue/q%3A0/expireRun", w.url), {
+      method: "POST",
+      headers: { authorization: `Bearer ${w.secret}`, "content-type": "application/json" },
+      body: '["wrun_bad_date",{"__type":"Date","iso":"garbage"}]',
+    });
+    assert.deepEqual([r.status, await r.json()], [200, { deleted: 0 }]);
   } finally {
     await w.dispose();
     await target.close();
@@ -132,8 +172,8 @@ test("changing the partition count on a live deployment: stored messages are del
   const target = await startQueueTarget(() => ({ status: 200 }));
   const delivered = () => new Set(target.deliveries.filter((d) => d.status === 200).map((d) => d.id));
   const start = (vars) => startWorker({ persistDir: dir, vars: { ...STANDARD_VARS, ...vars } });
-  // One object (today's default, and every earlier build): messages due in 8 s.
-  let w = await start({});
+  // One object (QUEUE_PARTITIONS=1, the layout of every build before partitions): messages due in 8 s.
+  let w = await start({ QUEUE_PARTITIONS: "1" });
   try {
     for (let i = 0; i < 10; i++) await w.rpc("queue", "q:0", "enqueue", [enqueueRequest(`one_${i}`, target.url, { delaySeconds: 8 })]);
   } finally {

@@ -462,10 +462,15 @@ async function assertRedelivered(counting, id, restartedAt, withinMs, what) {
   assert.equal(again.attempt, "2");
 }
 
+// One queue object (QUEUE_PARTITIONS=1): the test reads that object's own alarm writes. The
+// default 16 partitions recover the same way, each its own (tests/operate.test.mjs, the
+// claims.recovered line; npm run chaos).
+const ONE_OBJECT = { ...STANDARD_VARS, QUEUE_PARTITIONS: "1" };
+
 test("queue: a delivery that died with the runtime is recovered by the next instance, not at its deadline", { timeout: 60_000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), "celld-queue-orphan-"));
   const { counting, start, release } = await hangingTarget();
-  let w = await startWorker({ persistDir: dir });
+  let w = await startWorker({ persistDir: dir, vars: ONE_OBJECT });
   try {
     await start(w, "msg_orphan", "k-orphan");
     const s = await w.rpc("queue", "q:0", "stats");
@@ -492,7 +497,7 @@ test("queue: a delivery that died with the runtime is recovered by the next inst
     await w.dispose();
   }
   release();
-  w = await startWorker({ persistDir: dir });
+  w = await startWorker({ persistDir: dir, vars: ONE_OBJECT });
   try {
     // No call comes (every run waits on that delivery): the alarm wakes the fresh
     // instance, which finds the orphaned claim no longer live and delivers it again.
@@ -601,7 +606,8 @@ async function internal(w, binding, name, method, args = []) {
 // answers, so the next enqueue is refused at once (q:7 is never visited by the cleanup: no
 // queue fence can refuse it there).
 test("queue: lifecycle leases — one ask per run and lease, revoked when the run expires", { timeout: 60_000 }, async () => {
-  await withWorld({}, () => ({ status: 200 }), async ({ w, target, q }) => {
+  // One queue object: the test reads the leases that object holds.
+  await withWorld({ QUEUE_PARTITIONS: "1" }, () => ({ status: 200 }), async ({ w, target, q }) => {
     const held = async () => (await internal(w, "WORKFLOW_QUEUE", "q:7", "heldLifecycleLeases")).runs;
     const enqueue = (id, runId) => q("q:7", "enqueue", [enqueueRequest(id, target.url, { runId, delaySeconds: 3600 })]);
     const created = await w.rpc("runs", "wrun_lease", "applyEvent", [
@@ -645,7 +651,9 @@ test("queue: lifecycle leases — one ask per run and lease, revoked when the ru
 });
 
 test("queue 0.4: paged expireRun with receipts, acknowledgeExpireRun, bounded purge, config bounds", { timeout: 60_000 }, async () => {
-  await withWorld({}, () => ({ status: 500 }), async ({ w, target, q }) => {
+  // One queue object: `limit` bounds one object's page (with partitions each partition's:
+  // tests/partitions.test.mjs).
+  await withWorld({ QUEUE_PARTITIONS: "1" }, () => ({ status: 500 }), async ({ w, target, q }) => {
     for (let i = 0; i < 3; i++) {
       await q("q:0", "enqueue", [enqueueRequest(`msg_q04_exp_${i}`, target.url, { runId: "wrun_q04_exp", delaySeconds: 3600, idempotencyKey: `k-exp-${i}` })]);
     }
@@ -682,8 +690,11 @@ test("queue 0.4: paged expireRun with receipts, acknowledgeExpireRun, bounded pu
 
 // State persisted by the release before the 0.4 queue layout (scripts/make-queue-inflight-fixture.mjs):
 // two messages claimed for delivery (0.3 `inflight:<messageId>` = deadline) when the
-// runtime stopped; their target no longer exists.
-test("queue 0.4: messages claimed before the upgrade (0.3 inflight: entries) are converted and recovered", { timeout: 60_000 }, async () => {
+// runtime stopped; their target no longer exists. Today's build runs it with the default
+// layout, 16 partitions (issue #54): the earlier build's one object is partition 0, so
+// its messages are delivered where they are, counted, listed and fenced with the shard's,
+// and the shard-count pin it holds is the whole shard's.
+test("queue 0.4: messages claimed before the upgrade (0.3 inflight: entries) are converted and recovered, under the default partitions", { timeout: 60_000 }, async () => {
   const fixtureDir = join(ROOT, "tests", "fixtures", "queue-inflight-0.3");
   const fixture = JSON.parse(readFileSync(join(fixtureDir, "fixture.json"), "utf8"));
   const dir = mkdtempSync(join(tmpdir(), "celld-queue-upgrade-"));
@@ -716,6 +727,12 @@ test("queue 0.4: messages claimed before the upgrade (0.3 inflight: entries) are
     assert.deepEqual((await q("listDeadLetters")).data.map((d) => d.messageId), fixture.messages.filter((m) => !m.runId).map((m) => m.messageId));
     const again = await q("enqueue", [enqueueRequest("msg_after_upgrade", "http://127.0.0.1:9", { idempotencyKey: withRun.idempotencyKey, delaySeconds: 3600 })]);
     assert.deepEqual(again, { ok: true, messageId: "msg_after_upgrade", deduped: false });
+    // The earlier build's pin (one shard) holds on every partition a new message lands on.
+    for (let i = 0; i < 6; i++) {
+      const other = await q("enqueue", [enqueueRequest(`msg_other_count_${i}`, "http://127.0.0.1:9", { queueShards: 4, delaySeconds: 3600 })]);
+      assert.equal(other.code, "CONFIG_MISMATCH", JSON.stringify(other));
+    }
+    assert.equal((await q("stats")).pending, 1);
   } finally {
     await w.dispose();
     rmSync(dir, { recursive: true, force: true });

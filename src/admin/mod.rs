@@ -13,18 +13,22 @@
 //! | `POST /v1/admin/queues/<shard>/rearm` | the queue's `rearmAlarm` |
 //!
 //! The shards a deployment has are `q:0` … `q:<N-1>`, N = `WORKFLOW_RETENTION_QUEUE_SHARDS`
-//! (the clients' `queueShards`, default 1), and with queue partitions each of their
-//! partitions `q:<k>~<p>` (p below the partitions shard-wide calls reach,
-//! `Config::partition_cover`), each a queue instance of its own here; any other shard is
-//! unknown (404).
+//! (the clients' `queueShards`, default 1). With queue partitions a shard's route answers
+//! for all of its partitions (the shell asks each and [`merge`] makes one answer; a
+//! redrive goes to the partition that holds the message), and each partition `q:<k>~<p>`
+//! (p from 1 below the partitions shard-wide calls reach, `Config::partition_cover`) can
+//! be named on its own; any other shard is unknown (404).
 //!
 //! Knows the queue only by its method names; performs no I/O.
+
+pub mod merge;
 
 use crate::protocol::partition::{partition_name, split_partition};
 use crate::queue::admin::{check_page, MAX_DEAD_LETTER_PAGE};
 use crate::wire::uri::decode_uri_component;
 
-/// Shards the health answer covers at most (more are asked one at a time, `?shard=`).
+/// Queue instances the health answer asks at most: client shards × partitions (more
+/// shards are asked one at a time, `?shard=`).
 pub const MAX_HEALTH_SHARDS: u32 = 64;
 /// Dead letters one `redrive-all` call redrives: each is a call to the shard, and one
 /// invocation makes at most 50 subrequests on the Workers Free plan (Workers limits,
@@ -169,10 +173,8 @@ pub fn parse(method: &str, pathname: &str, search: &str, shards: Result<u32, Str
         return Ok(AdminRequest::Health {
             shards: match param(&params, "shard")? {
                 Some(one) => vec![known_shard(one, count, partitions)?],
-                None => (0..count)
-                    .flat_map(|i| (0..partitions.max(1)).map(move |p| partition_name(&format!("q:{i}"), p)))
-                    .take(MAX_HEALTH_SHARDS as usize)
-                    .collect(),
+                // Each client shard is one row, its partitions asked one by one.
+                None => (0..count).map(|i| format!("q:{i}")).take((MAX_HEALTH_SHARDS / partitions.max(1)).max(1) as usize).collect(),
             },
         });
     }
@@ -227,10 +229,12 @@ mod tests {
     }
 
     #[test]
-    fn partitions_are_shards_of_their_own() {
+    fn a_shard_answers_for_its_partitions_and_each_can_be_named() {
         let health = parse("GET", "/v1/admin/queues", "", Ok(2), 3).unwrap();
-        let want: Vec<String> = ["q:0", "q:0~1", "q:0~2", "q:1", "q:1~1", "q:1~2"].map(String::from).to_vec();
-        assert_eq!(health, AdminRequest::Health { shards: want });
+        assert_eq!(health, AdminRequest::Health { shards: vec!["q:0".into(), "q:1".into()] });
+        let capped = parse("GET", "/v1/admin/queues", "", Ok(100), 16).unwrap();
+        assert_eq!(capped, AdminRequest::Health { shards: (0..4).map(|i| format!("q:{i}")).collect() }, "64 instances: 4 shards of 16");
+        assert_eq!(parse("GET", "/v1/admin/queues", "?shard=q%3A1~2", Ok(2), 3), Ok(AdminRequest::Health { shards: vec!["q:1~2".into()] }));
         assert_eq!(parse("POST", "/v1/admin/queues/q%3A1~2/purge", "", Ok(2), 3), Ok(AdminRequest::Purge { shard: "q:1~2".into() }));
         for unknown in ["q%3A1~3", "q%3A0~0", "q%3A0~01", "q%3A2~1"] {
             let e = parse("POST", &format!("/v1/admin/queues/{unknown}/purge"), "", Ok(2), 3).unwrap_err();

@@ -7,8 +7,10 @@
 //!   alarm), `listDeadLetters` (one page over all, ordered by dead-letter key, so a cursor
 //!   is stable across partitions; each partition is asked for one page, so a page costs
 //!   O(partitions × page)), `redriveDeadLetter` (the one that has it), `purgeDeadLetters`,
-//!   `rearmAlarm`, `expireRun` (a run is fenced on every partition; the receipt carries
-//!   each partition's) and `acknowledgeExpireRun` (each partition its own receipt).
+//!   `rearmAlarm`, `expireRun` (a run is fenced on every partition; the receipt is the
+//!   one object's shape, `{expiredAt, deleted}` with the counts summed) and
+//!   `acknowledgeExpireRun` (each partition's own receipt, read back with the internal
+//!   `expireReceipt`, checked against the one given, then acknowledged).
 //!
 //! With one partition nothing here runs: the router forwards as before.
 //!
@@ -19,9 +21,14 @@
 use futures_util::future::join_all;
 
 use crate::protocol::partition::{dedup_basis, partition_name, partition_of};
+use crate::queue::methods::without_invalid_dates;
 use crate::queue::state::dlq_key;
-use crate::wire::js::to_js_string;
+use crate::wire::js::{strict_eq, to_js_string};
 use crate::wire::{RpcError, Value};
+
+/// The queue's internal method that reads a run's fence as a receipt (`crate::queue`;
+/// the router routes no such method, so only the worker's own objects call it).
+pub const EXPIRE_RECEIPT: &str = "expireReceipt";
 
 /// One call of one queue instance (by name), answering its value or its error.
 pub trait PartitionHost {
@@ -109,39 +116,63 @@ pub fn merge_rearm(answers: &[Value]) -> Value {
     Value::object([("alarmAt", earliest_alarm(answers))])
 }
 
-/// The receipt member holding each partition's own receipt, in partition order.
+/// The receipt member of a merged receipt as the build before wire-shaped receipts wrote
+/// it: each partition's own receipt, in partition order (still acknowledged as such).
 pub const RECEIPT_PARTITIONS: &str = "partitions";
 
 /// `expireRun`: the deleted counts summed; in the paged form `done` once every partition
-/// is, with a receipt holding each partition's (in partition order).
+/// is, with the receipt one object would give: `{expiredAt, deleted}`, `deleted` summed
+/// and `expiredAt` partition 0's (every partition keeps the first one it was given, and a
+/// run's expiry reaches all of them together).
 pub fn merge_expire(answers: &[Value]) -> Value {
     let deleted = Value::num(answers.iter().map(|a| num(a, "deleted")).sum::<f64>());
     if answers.iter().any(|a| a.get("done").is_none()) {
         return Value::object([("deleted", deleted)]);
     }
     let done = answers.iter().all(|a| a.get("done") == Some(&Value::Bool(true)));
-    let mut members = vec![("deleted", deleted), ("done", Value::Bool(done))];
+    let mut members = vec![("deleted", deleted.clone()), ("done", Value::Bool(done))];
     if done {
-        let receipts = answers.iter().map(|a| a.get("receipt").cloned().unwrap_or(Value::Null)).collect();
-        members.push(("receipt", Value::object([(RECEIPT_PARTITIONS, Value::Array(receipts))])));
+        let receipts: Vec<&Value> = answers.iter().filter_map(|a| a.get("receipt")).collect();
+        let mut receipt = vec![("deleted", Value::num(receipts.iter().map(|r| num(r, "deleted")).sum::<f64>()))];
+        if let Some(at) = receipts.first().and_then(|r| r.get("expiredAt")) {
+            receipt.push(("expiredAt", at.clone()));
+        }
+        members.push(("receipt", Value::object(receipt)));
     }
     Value::object(members)
 }
 
-/// `acknowledgeExpireRun(runId, receipt)`: the calls, one per partition whose receipt the
-/// merged receipt holds (a receipt of another shape goes to partition 0 as it is).
-pub fn ack_calls(shard: &str, args: &[Value]) -> Vec<(String, Vec<Value>)> {
+/// `acknowledgeExpireRun(runId, receipt)` with a receipt of the older merged shape
+/// ([`RECEIPT_PARTITIONS`]): the calls, one per partition whose receipt it holds; `None`
+/// for any other receipt (see [`ack_plan`]).
+pub fn ack_calls(shard: &str, args: &[Value]) -> Option<Vec<(String, Vec<Value>)>> {
     let run_id = args.first().cloned().unwrap_or(Value::Null);
-    let receipt = args.get(1).cloned().unwrap_or(Value::Null);
-    match receipt.get(RECEIPT_PARTITIONS).and_then(Value::as_array) {
-        Some(each) => each
-            .iter()
+    let each = args.get(1)?.get(RECEIPT_PARTITIONS)?.as_array()?;
+    Some(
+        each.iter()
             .enumerate()
             .filter(|(_, r)| !r.is_null())
             .map(|(p, r)| (partition_name(shard, p as u32), vec![run_id.clone(), r.clone()]))
             .collect(),
-        None => vec![(shard.to_string(), vec![run_id, receipt])],
-    }
+    )
+}
+
+/// `acknowledgeExpireRun(runId, receipt)` given each partition's own receipt (`null`: no
+/// fence there, never written or already compacted), as `expireReceipt` reads them: the
+/// partitions to acknowledge, each with its own receipt, when the given receipt is theirs
+/// together (every fence's `expiredAt` the given one, and their counts summing to the
+/// given count, or to at most it when a partition has no fence: compacted since, it
+/// counted the rest); `None` when it is not
+/// (a fence moved on since the receipt was given): answered `{acknowledged:false}`, as one
+/// object answers a receipt that differs from its fence.
+pub fn ack_plan(receipt: Option<&Value>, own: &[Value]) -> Option<Vec<(u32, Value)>> {
+    let given = |member: &str| receipt.and_then(|r| r.get(member));
+    let fenced: Vec<(u32, &Value)> = own.iter().enumerate().filter(|(_, r)| !r.is_null()).map(|(p, r)| (p as u32, r)).collect();
+    let count = given("deleted").and_then(Value::as_f64)?;
+    let sum: f64 = fenced.iter().map(|(_, r)| num(r, "deleted")).sum();
+    let same_at = fenced.iter().all(|(_, r)| strict_eq(r.get("expiredAt"), given("expiredAt")));
+    let counted = if fenced.len() == own.len() { sum == count } else { sum <= count };
+    (same_at && counted).then(|| fenced.into_iter().map(|(p, r)| (p, r.clone())).collect())
 }
 
 /// `acknowledgeExpireRun`: acknowledged when every partition acknowledged its receipt.
@@ -167,12 +198,27 @@ pub async fn call<H: PartitionHost>(
     if !fans_out(method) {
         return host.call(shard, method, args).await;
     }
+    let names: Vec<String> = (0..cover.max(1)).map(|p| partition_name(shard, p)).collect();
     if method == "acknowledgeExpireRun" {
-        let calls = ack_calls(shard, &args);
+        let calls = match ack_calls(shard, &args) {
+            Some(calls) => calls,
+            None => {
+                let run_id = args.first().cloned().unwrap_or(Value::Null);
+                let own = join_all(names.iter().map(|name| host.call(name, EXPIRE_RECEIPT, vec![run_id.clone()]))).await;
+                let own: Vec<Value> =
+                    own.into_iter().map(|a| a.map(|a| a.get("receipt").cloned().unwrap_or(Value::Null))).collect::<Result<_, _>>()?;
+                let Some(plan) = ack_plan(args.get(1), &own) else {
+                    return Ok(Value::object([("acknowledged", Value::Bool(false))]));
+                };
+                plan.into_iter().map(|(p, r)| (partition_name(shard, p), vec![run_id.clone(), r])).collect()
+            }
+        };
         let answers = join_all(calls.iter().map(|(instance, a)| host.call(instance, method, a.clone()))).await;
         return Ok(merge_ack(&answers.into_iter().collect::<Result<Vec<_>, _>>()?));
     }
-    let names: Vec<String> = (0..cover.max(1)).map(|p| partition_name(shard, p)).collect();
+    // An invalid Date cannot be sent on (`Date#toISOString` throws); each partition reads
+    // it as `null` (`expiredAt` kept as `JSON.stringify` keeps it), so it is sent so.
+    let args: Vec<Value> = if method == "expireRun" { args.iter().map(without_invalid_dates).collect() } else { args };
     let answers = join_all(names.iter().map(|name| host.call(name, method, args.clone()))).await;
     let answers = answers.into_iter().collect::<Result<Vec<_>, _>>()?;
     Ok(match method {

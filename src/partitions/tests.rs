@@ -22,6 +22,11 @@ struct Fleet {
 impl PartitionHost for Fleet {
     async fn call(&self, instance: &str, method: &str, args: Vec<Value>) -> Result<Value, RpcError> {
         self.calls.borrow_mut().push(format!("{instance}.{method}"));
+        // As a hop carries them (`shell::call::call_env`): encoded, then decoded.
+        let args = match Value::parse(&Value::Array(args).to_json()?).map_err(|e| RpcError::error(e.0))? {
+            Value::Array(args) => args,
+            other => panic!("{other:?}"),
+        };
         let config = Config::default();
         let ctx = Ctx { now: T0, name: instance, config: &config };
         let mut objects = self.objects.borrow_mut();
@@ -85,24 +90,58 @@ fn a_runs_expiry_fences_every_partition_and_each_acknowledges_its_own_receipt() 
     let expired = q(&f, "expireRun", vec![Value::str("wrun_x"), Value::num(T0 as f64), options]);
     assert_eq!(expired.get("deleted").and_then(Value::as_f64), Some(12.0));
     assert_eq!(expired.get("done"), Some(&Value::Bool(true)));
-    let receipts = expired.get("receipt").and_then(|r| r.get(RECEIPT_PARTITIONS)).and_then(Value::as_array).map(Vec::len);
-    assert_eq!(receipts, Some(4));
+    // The receipt one object would give: the counts summed, the expiry's date.
+    let receipt = expired.get("receipt").cloned().unwrap();
+    assert_eq!(receipt, Value::object([("deleted", Value::num(12.0)), ("expiredAt", Value::num(T0 as f64))]));
     // Every partition refuses the run's messages now, whichever the key lands on.
     for i in 0..8 {
         let late = q(&f, "enqueue", vec![request(&format!("late_{i}"), None, "wrun_x")]);
         assert_eq!(late.get("code"), Some(&Value::str("RUN_EXPIRED")), "{late:?}");
     }
-    let ack = q(&f, "acknowledgeExpireRun", vec![Value::str("wrun_x"), expired.get("receipt").cloned().unwrap()]);
+    // A receipt that is not the fences' (another count, another date) changes nothing.
+    for wrong in [
+        Value::object([("deleted", Value::num(13.0)), ("expiredAt", Value::num(T0 as f64))]),
+        Value::object([("deleted", Value::num(12.0)), ("expiredAt", Value::num(1.0))]),
+        Value::object([("expiredAt", Value::num(T0 as f64))]),
+        Value::Null,
+    ] {
+        let refused = q(&f, "acknowledgeExpireRun", vec![Value::str("wrun_x"), wrong]);
+        assert_eq!(refused, Value::object([("acknowledged", Value::Bool(false))]));
+    }
+    assert_eq!(f.calls.borrow().iter().filter(|c| c.ends_with(".acknowledgeExpireRun")).count(), 0);
+    let ack = q(&f, "acknowledgeExpireRun", vec![Value::str("wrun_x"), receipt.clone()]);
     assert_eq!(ack, Value::object([("acknowledged", Value::Bool(true))]));
     let acks = f.calls.borrow().iter().filter(|c| c.ends_with(".acknowledgeExpireRun")).count();
-    assert_eq!(acks, 4);
-    // A receipt from another partition count is refused where it does not match.
-    let wrong = Value::object([(
+    assert_eq!(acks, 4, "each partition its own receipt");
+    // Again (the fences are compactable, not yet compacted): acknowledged, as one object.
+    assert_eq!(q(&f, "acknowledgeExpireRun", vec![Value::str("wrun_x"), receipt]), Value::object([("acknowledged", Value::Bool(true))]));
+    // A receipt of the older merged shape is still acknowledged partition by partition.
+    let older = Value::object([(
         RECEIPT_PARTITIONS,
         Value::Array(vec![Value::object([("expiredAt", Value::num(1.0)), ("deleted", Value::num(99.0))])]),
     )]);
-    let refused = q(&f, "acknowledgeExpireRun", vec![Value::str("wrun_x"), wrong]);
+    let refused = q(&f, "acknowledgeExpireRun", vec![Value::str("wrun_x"), older]);
     assert_eq!(refused, Value::object([("acknowledged", Value::Bool(false))]));
+}
+
+#[test]
+fn an_expiry_with_an_invalid_date_reaches_every_partition() {
+    let f = Fleet::default();
+    let expired = q(&f, "expireRun", vec![Value::str("wrun_bad"), Value::Date(None)]);
+    assert_eq!(expired, Value::object([("deleted", Value::num(0.0))]));
+    assert_eq!(f.calls.borrow().iter().filter(|c| c.ends_with(".expireRun")).count(), 4);
+}
+
+#[test]
+fn an_acknowledgement_counts_partitions_already_compacted() {
+    let at = Value::num(5.0);
+    let own = |n: f64| Value::object([("deleted", Value::num(n)), ("expiredAt", at.clone())]);
+    let given = Value::object([("deleted", Value::num(5.0)), ("expiredAt", at.clone())]);
+    // Partition 1 compacted its fence: the others' counts are within the receipt's.
+    assert_eq!(ack_plan(Some(&given), &[own(2.0), Value::Null, own(1.0)]), Some(vec![(0, own(2.0)), (2, own(1.0))]));
+    assert_eq!(ack_plan(Some(&given), &[Value::Null, Value::Null]), Some(vec![]), "every fence compacted");
+    assert_eq!(ack_plan(Some(&given), &[own(4.0), own(2.0)]), None, "a fence moved on");
+    assert_eq!(ack_plan(Some(&given), &[own(2.0), own(2.0)]), None, "every fence there, another count");
 }
 
 /// A dead letter as the queue writes it, straight into a partition's store.
@@ -196,11 +235,15 @@ fn merges_of_answers() {
     );
     // Paged, one partition not done: no receipt yet.
     let half = merge_expire(&[
-        Value::object([("deleted", Value::num(2.0)), ("done", Value::Bool(true)), ("receipt", Value::num(1.0))]),
+        Value::object([
+            ("deleted", Value::num(2.0)),
+            ("done", Value::Bool(true)),
+            ("receipt", Value::object([("deleted", Value::num(2.0))])),
+        ]),
         Value::object([("deleted", Value::num(64.0)), ("done", Value::Bool(false))]),
     ]);
     assert_eq!(half, Value::object([("deleted", Value::num(66.0)), ("done", Value::Bool(false))]));
     assert!(fans_out("stats") && !fans_out("enqueue") && !fans_out("courierSync"));
-    // A receipt not of the partitioned shape goes to partition 0 as it is.
-    assert_eq!(ack_calls("q:1", &[Value::str("r"), Value::num(5.0)]), vec![("q:1".to_string(), vec![Value::str("r"), Value::num(5.0)])]);
+    // Only a receipt of the older merged shape is acknowledged as it says.
+    assert_eq!(ack_calls("q:1", &[Value::str("r"), Value::num(5.0)]), None);
 }

@@ -1,6 +1,7 @@
 //! The queue's operator log lines (docs/operations.md, "Delivery logs"): one JSON object per
 //! line for each event an operator would alert on. Every line has `msg` ("world-celld
-//! queue"), `level` (`warn` or `info`), `event` and `shard`; a message's lines add its
+//! queue"), `level` (`warn` or `info`), `event`, `shard` (the client's queue shard, `q:0`)
+//! and `partition` (which of its partitions, 0 to `QUEUE_PARTITIONS` - 1); a message's lines add its
 //! `queueName`, `messageId`, `runId` (null without one) and `attempt` (the delivery attempt,
 //! as sent in `x-vqs-message-attempt`).
 //!
@@ -21,15 +22,19 @@ use serde_json::{json, Map, Value as Json};
 
 use super::delivery::{Action, Settled};
 use super::state::{backoff_seconds, clamp_time, Row};
+use crate::protocol::partition::split_partition;
 use crate::wire::js::to_js_string;
 
-/// The common members of a line.
-fn line(level: &str, event: &str, shard: &str, more: Json) -> String {
+/// The common members of a line: `shard` the client's queue shard and `partition` the
+/// instance's partition of it (`crate::protocol::partition`; 0 for `q:<k>` itself).
+fn line(level: &str, event: &str, instance: &str, more: Json) -> String {
+    let (shard, partition) = split_partition(instance);
     let mut m = Map::new();
     m.insert("msg".into(), json!("world-celld queue"));
     m.insert("level".into(), json!(level));
     m.insert("event".into(), json!(event));
     m.insert("shard".into(), json!(shard));
+    m.insert("partition".into(), json!(partition));
     if let Json::Object(more) = more {
         m.extend(more);
     }

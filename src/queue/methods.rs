@@ -60,14 +60,7 @@ pub fn enqueue(
     // 2. Shard-count pinning (the target URL is not pinned).
     let config = member(request, "config")?;
     match get_value(store, CFG_KEY)? {
-        None => {
-            let mut cfg = Map::new();
-            if let Some(shards) = member(config, "queueShards")? {
-                cfg.insert("queueShards".into(), shards.clone());
-            }
-            cfg.insert("pinnedAt".into(), Value::num(now as f64));
-            put_value(store, CFG_KEY, &Value::Object(cfg))?;
-        }
+        None => pin(store, config, now)?,
         Some(pinned) => {
             let given = member(config, "queueShards")?;
             let pinned_shards = pinned.get("queueShards");
@@ -319,7 +312,7 @@ pub fn purge_dead_letters(store: &mut dyn Store) -> Result<Value, RpcError> {
 }
 
 /// `v` with every invalid Date replaced by `null` (what `Date#toJSON` gives).
-fn without_invalid_dates(v: &Value) -> Value {
+pub fn without_invalid_dates(v: &Value) -> Value {
     match v {
         Value::Date(None) => Value::Null,
         Value::Array(items) => Value::Array(items.iter().map(without_invalid_dates).collect()),
@@ -396,6 +389,50 @@ pub fn expire_run(store: &mut dyn Store, ctx: &Ctx, alarm: &mut Alarm, args: Arg
         out.insert("receipt".into(), fence.receipt());
     }
     Ok(Value::Object(out))
+}
+
+/// Pin the cell to `config`'s `queueShards` (absent: pinned without one), as its first
+/// enqueue does.
+fn pin(store: &mut dyn Store, config: Option<&Value>, now: i64) -> Result<(), RpcError> {
+    let mut cfg = Map::new();
+    if let Some(shards) = member(config, "queueShards")? {
+        cfg.insert("queueShards".into(), shards.clone());
+    }
+    cfg.insert("pinnedAt".into(), Value::num(now as f64));
+    put_value(store, CFG_KEY, &Value::Object(cfg))
+}
+
+/// `pinShards(config)` → `{cell}`: the cell's pinned configuration, pinned to `config`'s
+/// `queueShards` first when nothing is (as an enqueue would). Internal (the router routes
+/// no such name): partition 0 of a client shard keeps the pin for all of its partitions;
+/// another partition asks it before its first enqueue and keeps the answer
+/// ([`adopt_pin`]), so an enqueue with another shard count is refused on every partition,
+/// as one object refuses it (`crate::protocol::partition`).
+pub fn pin_shards(store: &mut dyn Store, ctx: &Ctx, args: Args) -> Result<Value, RpcError> {
+    if get_value(store, CFG_KEY)?.is_none() {
+        pin(store, args.raw(0), ctx.now)?;
+    }
+    Ok(Value::object([("cell", get_value(store, CFG_KEY)?.unwrap_or(Value::Null))]))
+}
+
+/// `adoptPin(cell)` → `{pinned}`: keep partition 0's pinned configuration (a `pinShards`
+/// answer) as this instance's unless it has one (`pinned`: whether it had).
+pub fn adopt_pin(store: &mut dyn Store, args: Args) -> Result<Value, RpcError> {
+    let had = get_value(store, CFG_KEY)?.is_some();
+    match args.raw(0) {
+        Some(cell @ Value::Object(_)) if !had => put_value(store, CFG_KEY, cell)?,
+        _ => {}
+    }
+    Ok(Value::object([("pinned", Value::Bool(had))]))
+}
+
+/// `expireReceipt(runId)` → `{receipt}`: the run's fence as `expireRun` gave it
+/// (`{expiredAt, deleted}`), `null` without one. Read only. Not a wire method (the router
+/// routes no such name): the partitioned queue's `acknowledgeExpireRun` reads each
+/// partition's with it (`crate::partitions`).
+pub fn expire_receipt(store: &mut dyn Store, args: Args) -> Result<Value, RpcError> {
+    let fence = Fence::read(store, &to_js_string(args.raw(0)))?;
+    Ok(Value::object([("receipt", fence.map_or(Value::Null, |f| f.receipt()))]))
 }
 
 /// `clamp(options.limit, 1..64)`, default 64 (a non-numeric limit counts as absent).

@@ -83,8 +83,13 @@ pub fn reads_alarm(method: &str) -> bool {
 /// The methods that read the current alarm ([`reads_alarm`]).
 pub const ALARM_READERS: [&str; 4] = ["enqueue", "stats", "redriveDeadLetter", "rearmAlarm"];
 
+/// Partition 0's pin of a client shard's configuration, asked by its other partitions
+/// ([`methods::pin_shards`]); internal, as [`ADOPT_PIN_METHOD`] ([`methods::adopt_pin`]).
+pub const PIN_METHOD: &str = "pinShards";
+pub const ADOPT_PIN_METHOD: &str = "adoptPin";
+
 /// The methods that never write (the shell serves them outside a transaction).
-pub const READ_ONLY: [&str; 2] = ["stats", "listDeadLetters"];
+pub const READ_ONLY: [&str; 3] = ["stats", "listDeadLetters", "expireReceipt"];
 
 /// Dispatch one RPC method (inside one storage transaction), with no run DO answer:
 /// only the queue's own fences mark runs expired. See [`call_checked`].
@@ -114,6 +119,9 @@ pub fn call_checked(
         "rearmAlarm" => methods::rearm_alarm(store, ctx, alarm),
         "expireRun" => methods::expire_run(store, ctx, alarm, args),
         "acknowledgeExpireRun" => methods::acknowledge_expire_run(store, ctx, alarm, args),
+        "expireReceipt" => methods::expire_receipt(store, args),
+        PIN_METHOD => methods::pin_shards(store, ctx, args),
+        ADOPT_PIN_METHOD => methods::adopt_pin(store, args),
         other => Err(RpcError::type_error(format!("QueueDO has no method {other}"))),
     }
 }

@@ -2,10 +2,17 @@
 //! shards. [`crate::admin`] checks the request; this file makes the hops (through
 //! `hop.mjs`, like every DO call) and puts the answers together.
 //!
-//! Subrequests: the health answer makes one hop per shard it covers (at most 64), a
-//! `redrive-all` at most 21 (a page of 20 and its listing), every other route one, all
-//! within the Free plan's 50 per invocation except a health answer over more than 50
-//! shards (ask those with `?shard=`).
+//! A shard of a partitioned deployment (`QUEUE_PARTITIONS` above 1) is answered for all
+//! of its partitions: each is asked and [`crate::admin::merge`] (or the partitioned queue
+//! binding, `super::partitions`) makes one answer; a partition named on its own is its
+//! instance alone.
+//!
+//! Subrequests: the health answer makes one hop per queue instance it covers (at most 64:
+//! shards × partitions), a dead-letter page, redrive, purge or rearm one per partition,
+//! a `redrive-all` one per partition for its listing and one per dead letter it redrives
+//! (at most 20 of them): with the default 16 partitions all within the Free plan's 50 per
+//! invocation except a health answer over more than 50 instances (ask those with
+//! `?shard=`; Workers limits, "Subrequests").
 //!
 //! Decides nothing the front door or the queue decides.
 
@@ -13,10 +20,14 @@ use js_sys::{Array, Uint8Array};
 use wasm_bindgen::prelude::*;
 use worker::Env;
 
+use futures_util::future::join_all;
+
 use super::call::call_env;
 use super::env::var;
-use crate::admin::{self, AdminError, AdminRequest, DEAD_LETTERS_METHOD, HEALTH_METHOD, REDRIVE_PAGE};
+use super::partitions::queue_call;
+use crate::admin::{self, merge, AdminError, AdminRequest, DEAD_LETTERS_METHOD, HEALTH_METHOD, REDRIVE_PAGE};
 use crate::config::integer_setting;
+use crate::protocol::partition::{partition_name, split_partition};
 use crate::wire::router::Binding;
 use crate::wire::{RpcError, Value};
 
@@ -32,36 +43,84 @@ fn reply(status: u16, body: String) -> Array {
     Array::of2(&JsValue::from(status), &Uint8Array::from(body.as_bytes()))
 }
 
-async fn serve(env: &Env, request: AdminRequest) -> Result<Value, RpcError> {
+/// The queue instances a route on `shard` reaches: every partition of a client shard when
+/// the deployment has several (`partitions`, `Config::partition_cover`), else itself.
+fn instances(shard: &str, partitions: u32) -> Vec<String> {
+    let (client, p) = split_partition(shard);
+    if p > 0 || partitions <= 1 {
+        return vec![shard.to_string()];
+    }
+    (0..partitions).map(|p| partition_name(client, p)).collect()
+}
+
+/// `method(args…)` on each of `names`, in order.
+async fn each(env: &Env, names: &[String], method: &str, args: Vec<Value>) -> Vec<Result<Value, RpcError>> {
+    join_all(names.iter().map(|name| queue(env, name, method, args.clone()))).await
+}
+
+/// A page of `shard`'s dead letters (over its partitions: merged, each row naming its
+/// partition).
+async fn dead_letters(env: &Env, shard: &str, partitions: u32, limit: usize, cursor: Value) -> Result<Value, RpcError> {
+    let names = instances(shard, partitions);
+    let args = vec![Value::num(limit as f64), cursor];
+    if names.len() == 1 {
+        return queue(env, shard, DEAD_LETTERS_METHOD, args).await;
+    }
+    let pages = each(env, &names, DEAD_LETTERS_METHOD, args).await.into_iter().collect::<Result<Vec<_>, _>>()?;
+    Ok(merge::merge_pages(limit, &names.into_iter().zip(pages).collect::<Vec<_>>()))
+}
+
+/// A call that answers for the whole client shard (the partitioned queue binding's merge).
+async fn whole(env: &Env, shard: &str, partitions: u32, method: &str, args: Vec<Value>) -> Result<Value, RpcError> {
+    if instances(shard, partitions).len() == 1 {
+        return queue(env, shard, method, args).await;
+    }
+    queue_call(env, shard, method, args, &missing().message).await
+}
+
+async fn serve(env: &Env, request: AdminRequest, partitions: u32) -> Result<Value, RpcError> {
     match request {
         AdminRequest::Health { shards } => {
-            let calls = shards.iter().map(|shard| queue(env, shard, HEALTH_METHOD, Vec::new()));
-            let answers = futures_util::future::join_all(calls).await;
-            let mut out = Vec::with_capacity(answers.len());
-            for (shard, answer) in shards.iter().zip(answers) {
-                out.push(answer.unwrap_or_else(|e| {
-                    Value::object([("shard", Value::str(shard.as_str())), ("error", Value::str(format!("{}: {}", e.name, e.message)))])
-                }));
-            }
-            Ok(Value::object([("at", Value::num(js_sys::Date::now())), ("shards", Value::Array(out))]))
+            let rows = join_all(shards.iter().map(|shard| async move {
+                let names = instances(shard, partitions);
+                let answers = each(env, &names, HEALTH_METHOD, Vec::new()).await;
+                let failed = |e: RpcError| format!("{}: {}", e.name, e.message);
+                if names.len() > 1 {
+                    let parts: Vec<(String, Result<Value, String>)> =
+                        names.into_iter().zip(answers.into_iter().map(|a| a.map_err(failed))).collect();
+                    return merge::merge_health(shard, &parts);
+                }
+                match answers.into_iter().next() {
+                    Some(Ok(row)) => row,
+                    Some(Err(e)) => Value::object([("shard", Value::str(shard.as_str())), ("error", Value::String(failed(e)))]),
+                    None => Value::object([("shard", Value::str(shard.as_str())), ("error", Value::str("Error: no answer"))]),
+                }
+            }))
+            .await;
+            Ok(Value::object([("at", Value::num(js_sys::Date::now())), ("shards", Value::Array(rows))]))
         }
         AdminRequest::DeadLetters { shard, limit, cursor } => {
-            let cursor = cursor.map_or(Value::Null, Value::String);
-            queue(env, &shard, DEAD_LETTERS_METHOD, vec![Value::num(limit as f64), cursor]).await
+            dead_letters(env, &shard, partitions, limit, cursor.map_or(Value::Null, Value::String)).await
         }
-        AdminRequest::Redrive { shard, message_id } => queue(env, &shard, "redriveDeadLetter", vec![Value::String(message_id)]).await,
+        AdminRequest::Redrive { shard, message_id } => {
+            whole(env, &shard, partitions, "redriveDeadLetter", vec![Value::String(message_id)]).await
+        }
         AdminRequest::RedriveAll { shard } => {
-            let page = queue(env, &shard, DEAD_LETTERS_METHOD, vec![Value::num(REDRIVE_PAGE as f64), Value::Null]).await?;
-            let ids: Vec<String> = page
+            let page = dead_letters(env, &shard, partitions, REDRIVE_PAGE, Value::Null).await?;
+            // Each where it lies: its partition when the page is merged, else the shard.
+            let rows: Vec<(String, String)> = page
                 .get("data")
                 .and_then(Value::as_array)
                 .into_iter()
                 .flatten()
-                .filter_map(|d| d.get("messageId").and_then(Value::as_str).map(str::to_string))
+                .filter_map(|d| {
+                    let id = d.get("messageId").and_then(Value::as_str)?.to_string();
+                    Some((d.get("partition").and_then(Value::as_str).unwrap_or(&shard).to_string(), id))
+                })
                 .collect();
             let (mut redriven, mut failed) = (0, 0);
-            for id in ids {
-                match queue(env, &shard, "redriveDeadLetter", vec![Value::String(id)]).await {
+            for (instance, id) in rows {
+                match queue(env, &instance, "redriveDeadLetter", vec![Value::String(id)]).await {
                     Ok(v) if v.get("ok") == Some(&Value::Bool(true)) => redriven += 1,
                     _ => failed += 1,
                 }
@@ -73,8 +132,8 @@ async fn serve(env: &Env, request: AdminRequest) -> Result<Value, RpcError> {
                 ("hasMore", Value::Bool(has_more)),
             ]))
         }
-        AdminRequest::Purge { shard } => queue(env, &shard, "purgeDeadLetters", Vec::new()).await,
-        AdminRequest::Rearm { shard } => queue(env, &shard, "rearmAlarm", Vec::new()).await,
+        AdminRequest::Purge { shard } => whole(env, &shard, partitions, "purgeDeadLetters", Vec::new()).await,
+        AdminRequest::Rearm { shard } => whole(env, &shard, partitions, "rearmAlarm", Vec::new()).await,
     }
 }
 
@@ -93,7 +152,7 @@ pub async fn admin_call(env: Env, method: String, pathname: String, search: Stri
         Ok(r) => r,
         Err(e) => return reply(e.status(), e.body()),
     };
-    match serve(&env, request).await {
+    match serve(&env, request, partitions).await {
         Ok(v) => match v.to_json() {
             Ok(body) => reply(200, body),
             Err(_) => reply(500, AdminError::Config("an answer could not be encoded".into()).body()),

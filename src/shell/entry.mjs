@@ -138,7 +138,7 @@ async function route(request, env) {
   try {
     // A queue shard spread over partitions (src/shell/partitions.rs): the plan names the one
     // instance of the hop, or the call goes to all of them. Decided in JavaScript for speed:
-    // an unpartitioned deployment (the variables unset or 1) forwards without asking.
+    // a deployment of one queue object (QUEUE_PARTITIONS=1) forwards without asking.
     if (decision.startsWith("FWORKFLOW_QUEUE\n") && partitioned(env)) {
       const plan = wasm.queuePlan(method, name, body, env.QUEUE_PARTITIONS, env.QUEUE_PARTITIONS_PREVIOUS, env.QUEUE_MAX_INFLIGHT);
       if (plan[0] === 1) return new Response(plan[2], { status: plan[1], headers: JSON_HEADERS });
@@ -152,10 +152,15 @@ async function route(request, env) {
   return new Response(reply[1], { status: reply[0], headers: JSON_HEADERS });
 }
 
-/** Whether the queue is spread over partitions (QUEUE_PARTITIONS or its previous value above 1). */
+/**
+ * Whether the queue may be spread over partitions: unless QUEUE_PARTITIONS is 1 and its
+ * previous value unset or 1 (unset, QUEUE_PARTITIONS is DEFAULT_QUEUE_PARTITIONS in
+ * src/config.rs; the plan also reads QUEUE_MAX_INFLIGHT, which caps it).
+ */
 function partitioned(env) {
-  const more = (v) => v !== undefined && v !== "" && v !== "1";
-  return more(env.QUEUE_PARTITIONS) || more(env.QUEUE_PARTITIONS_PREVIOUS);
+  const one = (v) => String(v).trim() === "1";
+  const unset = (v) => v === undefined || v === "";
+  return !(one(env.QUEUE_PARTITIONS) && (unset(env.QUEUE_PARTITIONS_PREVIOUS) || one(env.QUEUE_PARTITIONS_PREVIOUS)));
 }
 
 /** A console file with its headers (`[status, body, [[name, value]…]]`). */

@@ -3,8 +3,9 @@
 //! asynchronous fan-out, and [`queue_call`] for the objects that call a client shard
 //! themselves (a run's cleanup).
 //!
-//! With `QUEUE_PARTITIONS` and `QUEUE_PARTITIONS_PREVIOUS` unset or 1 none of this runs:
-//! the router forwards a queue call as any other.
+//! With `QUEUE_PARTITIONS=1` (and `QUEUE_PARTITIONS_PREVIOUS` unset or 1) none of this
+//! runs: the router forwards a queue call as any other. Unset, `QUEUE_PARTITIONS` is
+//! [`crate::config::DEFAULT_QUEUE_PARTITIONS`].
 
 use js_sys::Array;
 use wasm_bindgen::prelude::*;

@@ -71,7 +71,7 @@ use crate::queue::metrics::{Counted, Metrics};
 use crate::queue::pace::{
     courier_name, parse_courier_name, signal_of, Couriers, Latency, Pace, COURIER_SLOTS, DIRECT_SLOTS, GROW_AFTER_MS,
 };
-use crate::queue::state::{INFLIGHT_PREFIX, LEGACY_INFLIGHT_PREFIX};
+use crate::queue::state::{CFG_KEY, INFLIGHT_PREFIX, LEGACY_INFLIGHT_PREFIX};
 use crate::queue::{self, Lifecycle};
 use crate::queue::{admin as queue_admin, logs};
 use crate::store::alarm::{written_at, Alarm, AlarmChange};
@@ -221,6 +221,10 @@ pub struct QueueObject {
     durable: Cell<Option<Option<i64>>>,
     /// Whether this instance checked for in-flight entries left by a previous one.
     recovered: Cell<bool>,
+    /// Whether this instance holds its client shard's pinned configuration (partition 0
+    /// pins it for all; another partition takes it from partition 0 before its first
+    /// enqueue: [`Self::share_pin`]).
+    pin_known: Cell<bool>,
     /// The alarm armed to recover the in-flight entries a previous instance left, until a
     /// claim recovers them (calls keep the alarm no later: [`call_alarm_change`]).
     recovery_due: Cell<Option<i64>>,
@@ -598,6 +602,11 @@ impl QueueObject {
         } else {
             None
         };
+        if method == "enqueue" {
+            if let Err(e) = self.share_pin(name, &args).await {
+                return result_reply(Err(e), f64::NAN);
+            }
+        }
         let lifecycle = match self.ask_lifecycle(method, &args).await {
             Ok(l) => l,
             Err(e) => return result_reply(Err(e), f64::NAN),
@@ -611,6 +620,30 @@ impl QueueObject {
             Err(_) => Err(RpcError::error("queue call did not run in its transaction")),
         };
         result_reply(result, f64::NAN)
+    }
+
+    /// A partition other than 0 takes its client shard's pinned configuration from
+    /// partition 0 before its first enqueue (`pinShards`, which pins it first when nothing
+    /// is), so that the enqueue's shard-count check compares with the one pin of the
+    /// whole client shard: once in an instance's life, nothing when it has one.
+    async fn share_pin(&self, name: &str, args: &[Value]) -> std::result::Result<(), RpcError> {
+        let (shard, p) = split_partition(name);
+        if self.pin_known.get() || p == 0 || parse_courier_name(name).is_some() {
+            return Ok(());
+        }
+        if read_only(&self.storage, |s| Ok(s.get(CFG_KEY)?.is_some()))? {
+            self.pin_known.set(true);
+            return Ok(());
+        }
+        // A request that is not an object is refused by the enqueue itself.
+        let Some(Value::Object(request)) = args.first() else { return Ok(()) };
+        let config = request.get("config").cloned().unwrap_or(Value::Null);
+        let missing = || RpcError::error(format!("missing binding {}", Binding::Queue.env_name()));
+        let answer = call_env(&self.env, Binding::Queue.env_name(), missing, shard, queue::PIN_METHOD, vec![config]).await?;
+        let cell = answer.get("cell").cloned().unwrap_or(Value::Null);
+        in_transaction(&self.storage, |s| queue::methods::adopt_pin(s, Args(&[cell])))?;
+        self.pin_known.set(true);
+        Ok(())
     }
 
     /// The run DOs' answers for the runs `method` must check (a read, then the hops).
@@ -1095,6 +1128,7 @@ impl QueueObject {
             planned: Cell::new(None),
             durable: Cell::new(None),
             recovered: Cell::new(false),
+            pin_known: Cell::new(false),
             recovery_due: Cell::new(None),
             memo: RefCell::new(ClaimMemo::default()),
             handed: RefCell::new(Vec::new()),
@@ -1148,6 +1182,7 @@ impl QueueObject {
         if is_courier_method(method)
             || method == HEALTH_METHOD
             || !self.recovered.get()
+            || (method == "enqueue" && !self.pin_known.get() && split_partition(name).1 > 0)
             || (queue::reads_alarm(method) && current.is_none())
         {
             return go_async();

@@ -553,12 +553,13 @@
       alarmAt: fact("Next alarm", "alarmAt"),
       pace: fact("Pace now / floor / ceiling", "pace"),
       couriers: fact("Couriers awake", "couriers"),
+      partitions: fact("Partitions", "partitions"),
       refused: fact("Refused", "refused"),
       deadLettered: fact("Dead-lettered", "deadLettered"),
       failures: fact("Failures by status", "failures"),
     };
     var facts = el("dl", { className: "facts" });
-    ["oldestDue", "alarmAt", "pace", "couriers", "refused", "deadLettered", "failures"].forEach(function (k) {
+    ["oldestDue", "alarmAt", "pace", "couriers", "partitions", "refused", "deadLettered", "failures"].forEach(function (k) {
       appendAll(facts, el("div", { className: "fact fact-" + k }, c.f[k].nodes));
     });
 
@@ -654,6 +655,10 @@
     } else if (isNum(m.deadLetters) && m.deadLetters > 0) {
       badge = "dead letters";
       badgeClass = "bad";
+    } else if (isNum(s.unreachable) && s.unreachable > 0) {
+      // Some of the shard's partitions could not be asked: the counts are the others'.
+      badge = "partly unreachable";
+      badgeClass = "warn";
     } else if (isNum(age) && age > 30000) {
       badge = "lagging";
       badgeClass = "warn";
@@ -685,6 +690,12 @@
     var p = s.pace || {};
     setText(c.f.pace.dd, fmtInt(p.now) + " / " + fmtInt(p.floor) + " / " + fmtInt(p.ceiling));
     setText(c.f.couriers.dd, fmtInt(s.couriersAwake));
+    // A partitioned shard (QUEUE_PARTITIONS): how many objects serve it, and any not answering.
+    var parts = Array.isArray(s.partitions) ? s.partitions : null;
+    setText(
+      c.f.partitions.dd,
+      parts ? fmtInt(parts.length) + (isNum(s.unreachable) && s.unreachable > 0 ? " (" + fmtInt(s.unreachable) + " unreachable)" : "") : "1"
+    );
 
     var d = s.deliveries || {};
     setText(c.f.refused.dd, fmtInt(d.refused));

@@ -27,7 +27,8 @@
 // of makespan, the most concurrent deliveries at the app, refused (429), failed deliveries
 // (answered 5xx by the app), dead letters (ours and the reference: the queue
 // shard's), step bodies run more than once, and for ours deliveryStats() of the queue
-// shard and its couriers (q:0, q:0#courier:0..25; peakConnections must be <= 6).
+// shard's partitions and their couriers (q:0, q:0~1, …, q:0~3#courier:0, …; every
+// peakConnections must be <= 6).
 // Every run is checked: completed, with its expected output. A wrong run throws.
 
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -126,13 +127,40 @@ async function startWorld({ world, client, profile, dir, limit, oursVars = {}, u
   };
 }
 
-/** deliveryStats() of our queue shard and every courier it may use. */
-export async function gateStats(server) {
-  const ns = await server.mf.getDurableObjectNamespace("WORKFLOW_QUEUE");
-  const names = [SHARD, ...Array.from({ length: COURIERS }, (_, i) => `${SHARD}#courier:${i}`)];
-  const out = {};
-  for (const name of names) out[name] = await ns.get(ns.idFromName(name)).deliveryStats();
+/**
+ * The queue instances of client shard `SHARD` under the worker variables `vars` (as
+ * src/config.rs reads them): its partitions (`q:0`, `q:0~1`, …; QUEUE_PARTITIONS, default
+ * 16, at most QUEUE_MAX_INFLIGHT) and the couriers each may wake for its share of
+ * QUEUE_MAX_INFLIGHT (src/queue/pace.rs: six deliveries a courier).
+ */
+export function queueInstances(vars = {}) {
+  const maxInflight = Number(vars.QUEUE_MAX_INFLIGHT) || 128;
+  const partitions = Math.min(Number(vars.QUEUE_PARTITIONS) || 16, maxInflight);
+  const out = [];
+  for (let p = 0; p < partitions; p++) {
+    const name = p === 0 ? SHARD : `${SHARD}~${p}`;
+    const share = Math.ceil(maxInflight / partitions);
+    out.push(name, ...Array.from({ length: Math.min(COURIERS, Math.ceil(share / 6)) }, (_, i) => `${name}#courier:${i}`));
+  }
   return out;
+}
+
+/** deliveryStats() of our queue shard's partitions and every courier they may use. */
+export async function gateStats(server, vars = {}) {
+  const ns = await server.mf.getDurableObjectNamespace("WORKFLOW_QUEUE");
+  const out = {};
+  for (const name of queueInstances(vars)) out[name] = await ns.get(ns.idFromName(name)).deliveryStats();
+  return out;
+}
+
+/** Whether an instance named in gateStats() is a courier. */
+export const isCourier = (name) => name.includes("#courier:");
+
+/** The partitions' counters of a gateStats() answer as one: deliveries summed, the pace summed, the peak the highest. */
+export function partitionsTotal(stats) {
+  const parts = Object.entries(stats).filter(([n]) => !isCourier(n)).map(([, x]) => x);
+  const sum = (k) => parts.reduce((n, x) => n + (x[k] ?? 0), 0);
+  return { partitions: parts.length, direct: sum("direct"), lent: sum("lent"), pace: sum("pace"), peakConnections: Math.max(0, ...parts.map((x) => x.peakConnections ?? 0)) };
 }
 
 /** The queue shard's pending/inflight/dead letters (ours: its RPC route; reference: its Durable Object). */
@@ -243,7 +271,7 @@ export async function runScenario({ world, client, profile, dir, scenario: s, ou
     const [warm] = await waitAll(side, [warmId], 60_000);
     if (warm.status !== "completed") throw new Error(`${world}: warm-up run ${warmId} ${warm.status}`);
     await sleep(100);
-    const statsBefore = world === "ours" ? await gateStats(side.server) : null;
+    const statsBefore = world === "ours" ? await gateStats(side.server, oursVars) : null;
     await side.app.resetDeliveries();
     if (world !== "local") await side.app.resetTrace();
 
@@ -355,12 +383,11 @@ export async function runScenario({ world, client, profile, dir, scenario: s, ou
       result.deadLetters = q.deadLetters;
     }
     if (world === "ours") {
-      const stats = statsDelta(statsBefore, await gateStats(side.server));
+      const stats = statsDelta(statsBefore, await gateStats(side.server, oursVars));
       result.deliveryStats = stats;
       result.peakConnections = Math.max(...Object.values(stats).map((x) => x.peakConnections));
-      const shard = stats[SHARD];
-      result.shard = { direct: shard.direct, lent: shard.lent, pace: shard.pace, peakConnections: shard.peakConnections };
-      result.couriersUsed = Object.entries(stats).filter(([n, x]) => n !== SHARD && x.connections > 0).length;
+      result.shard = partitionsTotal(stats);
+      result.couriersUsed = Object.entries(stats).filter(([n, x]) => isCourier(n) && x.connections > 0).length;
       if (result.peakConnections > MAX_CONNECTIONS) errors.push(`a queue object had ${result.peakConnections} connections waiting for headers at once (limit ${MAX_CONNECTIONS})`);
     }
     if (q && !q.error && q.deadLetters > 0) errors.push(`${q.deadLetters} dead letters`);
@@ -488,14 +515,14 @@ export function formatIo(res) {
   }
   const ours = res.results.filter((r) => r.world === "ours" && r.deliveryStats);
   if (ours.length) {
-    lines.push("", "ours, deliveryStats() over the scenario (after its warm-up): shard q:0 and the couriers it woke", "");
-    lines.push("| scenario | client | shard direct | shard lent | shard pace (end) | shard peakConnections | couriers used | max courier peakConnections | courier connections | queued connections (all) |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    lines.push("", "ours, deliveryStats() over the scenario (after its warm-up): shard q:0's partitions (summed; the peak: the highest) and the couriers they woke", "");
+    lines.push("| scenario | client | partitions | direct | lent | pace (end) | peakConnections | couriers used | max courier peakConnections | courier connections | queued connections (all) |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
     for (const r of ours) {
-      const couriers = Object.entries(r.deliveryStats).filter(([n]) => n !== SHARD).map(([, x]) => x);
+      const couriers = Object.entries(r.deliveryStats).filter(([n]) => isCourier(n)).map(([, x]) => x);
       const cPeak = Math.max(0, ...couriers.map((x) => x.peakConnections));
       const cDel = couriers.reduce((n, x) => n + x.connections, 0);
       const queued = Object.values(r.deliveryStats).reduce((n, x) => n + x.queuedConnections, 0);
-      lines.push(`| ${r.scenario} | ${r.client} | ${r.shard.direct} | ${r.shard.lent} | ${r.shard.pace} | ${r.shard.peakConnections} | ${r.couriersUsed} | ${cPeak} | ${cDel} | ${queued} |`);
+      lines.push(`| ${r.scenario} | ${r.client} | ${r.shard.partitions} | ${r.shard.direct} | ${r.shard.lent} | ${r.shard.pace} | ${r.shard.peakConnections} | ${r.couriersUsed} | ${cPeak} | ${cDel} | ${queued} |`);
     }
   }
   const bad = res.results.filter((r) => r.errors.length);

@@ -27,7 +27,7 @@ import { isDeepStrictEqual } from "node:util";
 import { startApp } from "../lib/app.mjs";
 import { buildApp, ensureProfile } from "../lib/profile.mjs";
 import { rpc } from "../../lib/rpc.mjs";
-import { gateStats, SHARD } from "../bench/io.mjs";
+import { gateStats, isCourier, partitionsTotal, SHARD } from "../bench/io.mjs";
 import { isDescendant, startServer, workerdPids } from "../lib/workers.mjs";
 
 export const CHAOS = resolve(fileURLToPath(import.meta.url), "..");
@@ -360,7 +360,7 @@ export async function runTrial({
       if (Date.now() - advancedAt < STALL_MS || stalledLife === life) return;
       stalledLife = life;
       const snap = { at: at(Date.now()), life, upMs: Date.now() - readyAt, steps: done };
-      if (serverKind === "ours") snap.queue = await queueDiagnosis(w, app.port).catch((err) => ({ error: String(err) }));
+      if (serverKind === "ours") snap.queue = await queueDiagnosis(w, app.port, vars).catch((err) => ({ error: String(err) }));
       const trace = await app.trace().catch(() => []);
       const open = trace.filter((e) => e.end === 0);
       const groups = {};
@@ -496,7 +496,7 @@ export async function runTrial({
     // Unfinished runs on ours: what the queue holds and does, to tell a stuck queue from a
     // stuck app.
     let queue;
-    if (runs.size < plan.length && serverKind === "ours" && serverUp) queue = await queueDiagnosis(w, app.port).catch((err) => ({ error: String(err) }));
+    if (runs.size < plan.length && serverKind === "ours" && serverUp) queue = await queueDiagnosis(w, app.port, vars).catch((err) => ({ error: String(err) }));
     const executions = await app.executions();
     const trace = await app.trace();
     const cls = classify({ runs: events, executions, trace });
@@ -617,18 +617,18 @@ function queueAlarms(persistDir, killedAt) {
   }
 }
 
-/** The queue shard of our worker `w`: its stats and the delivery counters of it and of its couriers that deliver. */
-async function queueDiagnosis(w, appPort) {
+/** The queue shard of our worker `w`: its stats and the delivery counters of its partitions (summed) and of their couriers that deliver. */
+async function queueDiagnosis(w, appPort, vars) {
   const stats = await rpc({ url: w.url, secret: w.secret }, "queue", SHARD, "stats", []);
   // Plain copies: Miniflare's proxies die with the server.
-  const counters = JSON.parse(JSON.stringify(await gateStats(w)));
+  const counters = JSON.parse(JSON.stringify(await gateStats(w, vars)));
   const couriers = Object.entries(counters)
-    .filter(([name, c]) => name !== SHARD && (c.direct > 0 || c.busyConnections > 0 || c.looping))
+    .filter(([name, c]) => isCourier(name) && (c.direct > 0 || c.busyConnections > 0 || c.looping))
     .map(([name, c]) => ({ name, direct: c.direct, busy: c.busyConnections, held: c.held, oldestHeldMs: c.oldestHeldMs, looping: c.looping, bornAgoMs: c.bornAgoMs, isolateAgoMs: c.isolateAgoMs }));
   // More than one of this process's workerd alive means a killed one survived beside its
   // restart (two servers on one persisted state): the harness's fault, not the World's.
   const workerd = workerdPids().filter((pid) => isDescendant(pid));
-  return { stats, shard: counters[SHARD], couriers, workerd, served: w.pids(), toApp: socketsTo(appPort) };
+  return { stats, shard: partitionsTotal(counters), couriers, workerd, served: w.pids(), toApp: socketsTo(appPort) };
 }
 
 /**
