@@ -639,7 +639,10 @@ impl QueueObject {
         let Some(Value::Object(request)) = args.first() else { return Ok(()) };
         let config = request.get("config").cloned().unwrap_or(Value::Null);
         let missing = || RpcError::error(format!("missing binding {}", Binding::Queue.env_name()));
-        let answer = call_env(&self.env, Binding::Queue.env_name(), missing, shard, queue::PIN_METHOD, vec![config]).await?;
+        let answer = {
+            let _pass = self.gate.enter(Use::Queue).await;
+            call_env(&self.env, Binding::Queue.env_name(), missing, shard, queue::PIN_METHOD, vec![config]).await?
+        };
         let cell = answer.get("cell").cloned().unwrap_or(Value::Null);
         in_transaction(&self.storage, |s| queue::methods::adopt_pin(s, Args(&[cell])))?;
         self.pin_known.set(true);

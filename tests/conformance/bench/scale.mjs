@@ -29,7 +29,7 @@ import { startApp } from "../lib/app.mjs";
 import { processCpuMs, startServer } from "../lib/workers.mjs";
 import { clientsArg, flagValue, varArg } from "../../../scripts/bench/args.mjs";
 import { expectedOutput, FILE, ioApp, waitAll } from "./io.mjs";
-import { instrumentedEntry, readCounts, resetCounts } from "./instrument.mjs";
+import { instrumentedEntry, readCounts, resetCounts, warmQueue } from "./instrument.mjs";
 
 export const SHAPES = [
   { name: "noSteps", workflow: "ioSequential", steps: 0, ms: 0 },
@@ -39,8 +39,6 @@ export const SHAPES = [
 ];
 /** Cloudflare's documented soft limit of requests per second to one Durable Object. */
 export const OBJECT_RPS = 1000;
-/** Workflows without steps run before a count (see startSide). */
-const WARM_RUNS = 32;
 /** Classes with an object per run (or stream): their load does not grow with the rate. */
 export const PER_RUN = new Set(["WORKFLOW_DB", "WORKFLOW_STREAMS"]);
 /**
@@ -139,11 +137,9 @@ async function startSide({ client, profile, dir, shape, vars, instrumented }) {
     const side = { world: "ours", server, app };
     const { runId: warm } = await app.start(FILE, shape.workflow, [`warm-${shape.name}`, shape.steps, shape.ms]);
     await waitAll(side, [warm], 60_000);
-    // Every queue object has had messages before the count: a partition's first enqueue
-    // takes the shard's pin from partition 0 and writes its name, once in a deployment's
-    // life (WARM_RUNS workflows without steps: two messages each over 16 partitions).
-    const warmed = await Promise.all(Array.from({ length: WARM_RUNS }, (_, i) => app.start(FILE, "ioSequential", [`warm-${i}`, 0, 0])));
-    await waitAll(side, warmed.map((r) => r.runId), 60_000);
+    // Every queue object ready before the count (what happens once in its life is not a
+    // workflow's: bench/instrument.mjs warmQueue).
+    await warmQueue(server);
     await sleep(500);
     return side;
   } catch (err) {

@@ -29,15 +29,12 @@ import { median, pairedRatio, percentile } from "../../../scripts/bench/stats.mj
 import { startApp } from "../lib/app.mjs";
 import { buildApp, CLIENTS, ensureProfile, PROFILES } from "../lib/profile.mjs";
 import { startServer } from "../lib/workers.mjs";
-import { rpc } from "../../lib/rpc.mjs";
-import { instrumentedEntry, readCounts, resetCounts } from "./instrument.mjs";
+import { instrumentedEntry, readCounts, resetCounts, warmQueue } from "./instrument.mjs";
 import { fileURLToPath } from "node:url";
 
 export const WORKFLOWS_DIR = fileURLToPath(new URL("./workflows", import.meta.url));
 export const FILE = "workflows/bench.ts";
 export const SERVERS = ["ours", "reference"];
-/** noSteps runs before the counting pass counts (two messages each over 16 partitions). */
-const WARM_RUNS = 32;
 
 /** The payload…rand workloads' payload: as bench.ts `payload` makes it (size characters from an LCG). */
 export function benchPayload(size, seed) {
@@ -363,8 +360,8 @@ export async function runBench({
 }
 
 /**
- * The instrumented pass: instrumented copies of both workers, a warm-up of noSteps runs
- * and a queue `stats`, then one run of each workload; per run what the worker did
+ * The instrumented pass: instrumented copies of both workers, a warm-up (a noSteps run, the
+ * queue's objects made ready), then one run of each workload; per run what the worker did
  * (bench/instrument.mjs).
  */
 async function countPass({ client, profile, dir, workloads, check, log, oursVars }) {
@@ -373,11 +370,11 @@ async function countPass({ client, profile, dir, workloads, check, log, oursVars
   const sides = {};
   try {
     for (const kind of SERVERS) sides[kind] = await startSide({ kind, client, profile, dir, instrument: true, check, oursVars });
-    // Warm-up: enough runs that every queue object of the client shard has had messages
-    // (ours: 16 partitions by default, each writing its name and the shard's pin the first
-    // time, once in a deployment's life, not per run), and a `stats` that reaches them all.
-    for (const kind of SERVERS) await runBatch(sides[kind], WORKLOADS[0], WARM_RUNS);
-    for (const kind of SERVERS) await rpc({ url: sides[kind].server.url, secret: sides[kind].server.secret }, "queue", "q:0", "stats", []);
+    // Warm-up: a noSteps run, and every queue object of the client shard made ready (ours:
+    // 16 partitions by default, each writing its name and taking the shard's pin once in a
+    // deployment's life, not per run: bench/instrument.mjs warmQueue).
+    for (const kind of SERVERS) await runBatch(sides[kind], WORKLOADS[0], 1);
+    for (const kind of SERVERS) await warmQueue(sides[kind].server);
     for (const w of workloads) {
       out[w.name] = {};
       for (const kind of SERVERS) {
