@@ -193,8 +193,10 @@ if (built && !files.length && !flag("--skip-conformance")) {
     let f = 0;
     let ok = true;
     const lines = [];
-    for (const extra of [["--profile", "beta42"], ["--profile", "beta55", "--only", "^inspect runs"]]) {
-      const r = await run(process.execPath, [script, ...extra], { capture: true });
+    // The two runtime profiles side by side (each its own app, worker and ports; the
+    // profiles were installed by the conformance phase): about a minute and a half less.
+    const runs = await Promise.all([["--profile", "beta42"], ["--profile", "beta55", "--only", "^inspect runs"]].map((extra) => run(process.execPath, [script, ...extra], { capture: true })));
+    for (const r of runs) {
       let found = 0;
       for (const m of r.out.matchAll(/^(inspect [^:\n]+): (\d+) passed, (\d+) failed/gm)) {
         lines.push(m[0]);
