@@ -140,6 +140,10 @@ test("four partitions keep one shard-count pin: an enqueue with another queueSha
     assert.equal((await w.rpc("queue", "q:0", "stats", [])).pending, 13);
     const health = await admin(w, "/v1/admin/queues");
     assert.ok(health.json.shards[0].partitions.filter((p) => p.pending > 0).length >= 3, "the messages are on several partitions");
+    // The partitions' internal methods are not on the router's list.
+    for (const method of ["pinShards", "adoptPin", "expireReceipt"]) {
+      assert.equal((await w.rpc.raw("queue", "q:0", method, [{}])).status, 404, method);
+    }
     // queue.expireRun with an invalid Date: {deleted: 0}, as one object answers it.
     const r = await fetch(new URL("/v1/rpc/queue/q%3A0/expireRun", w.url), {
       method: "POST",
