@@ -36,10 +36,66 @@ export function ensureProfile(profile) {
   const dir = profileDir(profile);
   const marker = join(dir, "node_modules", ".package-lock.json");
   const lock = join(dir, "package-lock.json");
-  if (existsSync(marker) && statSync(marker).mtimeMs >= statSync(lock).mtimeMs && existsSync(node22(profile).node)) return;
-  log(`installing profile ${profile} (runtime ${PROFILES[profile].runtime})`);
-  const r = spawnSync("npm", ["install", "--no-save", "--no-audit", "--no-fund", "--loglevel=error"], { cwd: dir, stdio: "inherit" });
-  if (r.status !== 0) throw new Error(`npm install in ${dir} failed (exit ${r.status})`);
+  const installed = () =>
+    existsSync(marker) && statSync(marker).mtimeMs >= statSync(lock).mtimeMs && existsSync(node22(profile).node);
+  if (installed()) return;
+  // npm test runs two test files at once, and two of them may find the profile missing at
+  // the same moment: two `npm install`s in one directory break each other (CI, 2026-12-07).
+  withLock(join(dir, ".install.lock"), () => {
+    if (installed()) return;
+    log(`installing profile ${profile} (runtime ${PROFILES[profile].runtime})`);
+    const r = spawnSync("npm", ["install", "--no-save", "--no-audit", "--no-fund", "--loglevel=error"], { cwd: dir, stdio: "inherit" });
+    if (r.status !== 0) throw new Error(`npm install in ${dir} failed (exit ${r.status})`);
+  });
+}
+
+/** A lock held while an install or build is older than this is taken as abandoned. */
+const STALE_LOCK_MS = 15 * 60_000;
+
+function processAlive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return e.code === "EPERM";
+  }
+}
+
+/**
+ * Runs `fn` holding a lock shared by every process on this machine: a directory made
+ * atomically by `mkdir`, with the holder's pid in it. A lock whose holder is gone, or that is
+ * older than STALE_LOCK_MS, is broken. Waits synchronously (the installs and builds are).
+ */
+export function withLock(path, fn) {
+  const sleep = new Int32Array(new SharedArrayBuffer(4));
+  for (;;) {
+    try {
+      mkdirSync(path);
+      writeFileSync(join(path, "pid"), String(process.pid));
+      break;
+    } catch (e) {
+      if (e.code !== "EEXIST") throw e;
+      let stale = false;
+      try {
+        const pid = Number(readFileSync(join(path, "pid"), "utf8"));
+        stale = (pid > 0 && !processAlive(pid)) || Date.now() - statSync(path).mtimeMs > STALE_LOCK_MS;
+      } catch {
+        // the pid file is not written yet, or the lock was just released: look again
+        try {
+          stale = Date.now() - statSync(path).mtimeMs > STALE_LOCK_MS;
+        } catch {
+          // released
+        }
+      }
+      if (stale) rmSync(path, { recursive: true, force: true });
+      else Atomics.wait(sleep, 0, 0, 200);
+    }
+  }
+  try {
+    return fn();
+  } finally {
+    rmSync(path, { recursive: true, force: true });
+  }
 }
 
 function newestMtime(dir) {
@@ -60,7 +116,11 @@ function newestMtime(dir) {
  * lib/app-server.mjs beside it as app-server.mjs (lib/app.mjs starts it). The build is
  * skipped when it is newer than every source. Returns the app directory.
  */
-export function buildApp(profile, name, { template, workflowsDir }) {
+export function buildApp(profile, name, opts) {
+  return withLock(join(profileDir(profile), `${name}.build.lock`), () => buildAppLocked(profile, name, opts));
+}
+
+function buildAppLocked(profile, name, { template, workflowsDir }) {
   const dir = join(profileDir(profile), name);
   const built = join(dir, "dist", ".well-known", "workflow", "v1", "flow.mjs");
   const sources = Math.max(newestMtime(workflowsDir), statSync(join(profileDir(profile), "package-lock.json")).mtimeMs);
