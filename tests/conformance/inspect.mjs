@@ -51,6 +51,8 @@ export function eq(actual, expected, msg) {
   const e = JSON.stringify(expected);
   if (a !== e) throw new Check(`${msg}: got ${a.slice(0, 800)}, expected ${e.slice(0, 800)}`);
 }
+/** How many checks run at once (each is one or more CLI processes). */
+const INSPECT_CONCURRENCY = 2;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const time = (x) => new Date(x).getTime();
 
@@ -156,22 +158,39 @@ export async function inspectSuite({ profile = "beta42", client = "0.4", app: ap
     const waiting = runs[4];
     // Newest first, by createdAt (then runId, descending).
     const desc = [...runs].sort((a, b) => time(b.record.createdAt) - time(a.record.createdAt) || (a.runId < b.runId ? 1 : -1)).map((r) => r.runId);
-    const test = async (name, fn) => {
+    // The checks only read, so they run two at a time (each CLI call is about 2 s of one core
+    // loading the CLI's modules; CI has two). A check that needs an earlier one's answer names
+    // it with `after`. Results keep the order the checks are written in.
+    const pending = [];
+    let free = INSPECT_CONCURRENCY;
+    const waiters = [];
+    const acquire = () => (free > 0 ? (free--, Promise.resolve()) : new Promise((r) => waiters.push(r)));
+    const release = () => (waiters.length ? waiters.shift()() : free++);
+    const test = (name, fn, { after } = {}) => {
       // `only`: a RegExp of the check names to run (npm test runs the listing checks alone on the second runtime).
-      if (only && !only.test(name)) return;
-      const t = Date.now();
-      try {
-        await fn();
-        results.push({ name, ok: true, ms: Date.now() - t });
-        if (verbose) console.log(`  ok   ${name} (${Date.now() - t} ms)`);
-      } catch (err) {
-        results.push({ name, ok: false, ms: Date.now() - t, error: err instanceof Check ? err.message : String(err?.stack || err) });
-        if (verbose) console.log(`  FAIL ${name}: ${results.at(-1).error}`);
-      }
+      if (only && !only.test(name)) return Promise.resolve();
+      const i = results.push(undefined) - 1;
+      const p = (async () => {
+        await after;
+        await acquire();
+        const t = Date.now();
+        try {
+          await fn();
+          results[i] = { name, ok: true, ms: Date.now() - t };
+          if (verbose) console.log(`  ok   ${name} (${Date.now() - t} ms)`);
+        } catch (err) {
+          results[i] = { name, ok: false, ms: Date.now() - t, error: err instanceof Check ? err.message : String(err?.stack || err) };
+          if (verbose) console.log(`  FAIL ${name}: ${results[i].error}`);
+        } finally {
+          release();
+        }
+      })();
+      pending.push(p);
+      return p;
     };
 
     // ---- runs ----
-    await test("inspect runs: every run, newest first, with its status", async () => {
+    test("inspect runs: every run, newest first, with its status", async () => {
       const page = await inspect("runs");
       eq(page.data.map((r) => r.runId), desc, "runIds (desc)");
       for (const r of page.data) {
@@ -182,12 +201,12 @@ export async function inspectSuite({ profile = "beta42", client = "0.4", app: ap
       }
       eq(page.hasMore, false, "hasMore");
     });
-    await test("inspect runs --sort asc: oldest first", async () => {
+    test("inspect runs --sort asc: oldest first", async () => {
       const page = await inspect("runs", "--sort", "asc");
       eq(page.data.map((r) => r.runId), [...desc].reverse(), "runIds (asc)");
       eq(page.hasMore, false, "hasMore");
     });
-    await test("inspect runs --limit 2, then --cursor: three pages, each run once, in order", async () => {
+    test("inspect runs --limit 2, then --cursor: three pages, each run once, in order", async () => {
       const seen = [];
       let cursor;
       const sizes = [];
@@ -204,7 +223,7 @@ export async function inspectSuite({ profile = "beta42", client = "0.4", app: ap
       eq(sizes, [2, 2, 1], "page sizes");
       eq(seen, desc, "runIds over the pages");
     });
-    await test("inspect runs --limit 3 --sort asc, then --cursor", async () => {
+    test("inspect runs --limit 3 --sort asc, then --cursor", async () => {
       const p1 = await inspect("runs", "--limit", "3", "--sort", "asc");
       eq(p1.data.map((r) => r.runId), [...desc].reverse().slice(0, 3), "page 1");
       eq(p1.hasMore, true, "page 1 hasMore");
@@ -212,26 +231,26 @@ export async function inspectSuite({ profile = "beta42", client = "0.4", app: ap
       eq(p2.data.map((r) => r.runId), [...desc].reverse().slice(3), "page 2");
       eq(p2.hasMore, false, "page 2 hasMore");
     });
-    await test("inspect runs --status completed|failed|running", async () => {
+    test("inspect runs --status completed|failed|running", async () => {
       for (const status of ["completed", "failed", "running"]) {
         const page = await inspect("runs", "--status", status);
         eq(page.data.map((r) => r.runId), desc.filter((id) => byId.get(id).status === status), `--status ${status}`);
         assert(page.data.every((r) => r.status === status), `--status ${status}: statuses ${JSON.stringify(page.data.map((r) => r.status))}`);
       }
     });
-    await test("inspect runs --workflowName <the steps workflow>", async () => {
+    test("inspect runs --workflowName <the steps workflow>", async () => {
       const page = await inspect("runs", "--workflowName", s2.record.workflowName);
       eq(page.data.map((r) => r.runId), desc.filter((id) => byId.get(id).kind === "steps"), `--workflowName ${s2.record.workflowName}`);
     });
 
-    await test("inspect runs --backend world-celld-<client> (no WORKFLOW_TARGET_WORLD)", async () => {
+    test("inspect runs --backend world-celld-<client> (no WORKFLOW_TARGET_WORLD)", async () => {
       const page = await inspectBackend("runs", "--limit", "1");
       eq(page.data.map((r) => r.runId), desc.slice(0, 1), "the newest run");
       eq(page.hasMore, true, "hasMore");
     });
 
     // ---- run ----
-    await test("inspect run <id>: a completed run with its input and output", async () => {
+    test("inspect run <id>: a completed run with its input and output", async () => {
       const run = await inspect("run", s3.runId);
       eq(run.runId, s3.runId, "runId");
       eq(run.status, "completed", "status");
@@ -242,7 +261,7 @@ export async function inspectSuite({ profile = "beta42", client = "0.4", app: ap
       eq(time(run.completedAt), time(s3.record.completedAt), "completedAt");
       assert(time(run.startedAt) >= time(run.createdAt) && time(run.completedAt) >= time(run.startedAt), `createdAt ≤ startedAt ≤ completedAt (${run.createdAt}, ${run.startedAt}, ${run.completedAt})`);
     });
-    await test("inspect run <id>: the failed run and its error", async () => {
+    test("inspect run <id>: the failed run and its error", async () => {
       const run = await inspect("run", failedRun.runId);
       eq(run.runId, failedRun.runId, "runId");
       eq(run.status, "failed", "status");
@@ -256,13 +275,13 @@ export async function inspectSuite({ profile = "beta42", client = "0.4", app: ap
       const last = events.at(-1);
       assert(JSON.stringify(last.eventData ?? null).includes("inspect: this step always fails"), `run_failed's hydrated error names the step's failure: ${JSON.stringify(last.eventData).slice(0, 400)}`);
     });
-    await test("inspect run <id>: the waiting run is running", async () => {
+    test("inspect run <id>: the waiting run is running", async () => {
       const run = await inspect("run", waiting.runId);
       eq(run.status, "running", "status");
       eq(run.input, [waiting.token], "input");
       assert(run.completedAt == null, `no completedAt (${run.completedAt})`);
     });
-    await test("inspect run <unknown id> fails", async () => {
+    test("inspect run <unknown id> fails", async () => {
       let err;
       try {
         await inspect("run", "wrun_01JZZZZZZZZZZZZZZZZZZZZZZZ");
@@ -274,7 +293,7 @@ export async function inspectSuite({ profile = "beta42", client = "0.4", app: ap
     });
 
     // ---- steps ----
-    await test("inspect steps --runId: each run's steps, their status and count", async () => {
+    test("inspect steps --runId: each run's steps, their status and count", async () => {
       for (const r of [s2, s3, s4]) {
         const steps = await inspect("steps", "--runId", r.runId);
         eq(steps.length, r.n, `steps of the ${r.n}-step run`);
@@ -289,7 +308,7 @@ export async function inspectSuite({ profile = "beta42", client = "0.4", app: ap
       const failedSteps = await inspect("steps", "--runId", failedRun.runId);
       eq(failedSteps.map((s) => [s.status, s.attempt]), [["failed", 1]], "the failing run's step (status, attempt)");
     });
-    await test("inspect steps --sort asc --limit 2, then --cursor (the client's cursor)", async () => {
+    test("inspect steps --sort asc --limit 2, then --cursor (the client's cursor)", async () => {
       const created = s4.events.filter((e) => e.eventType === "step_created").map((e) => e.correlationId);
       const p1 = await inspect("steps", "--runId", s4.runId, "--sort", "asc", "--limit", "2");
       eq(p1.map((s) => s.stepId), created.slice(0, 2), "page 1");
@@ -300,13 +319,13 @@ export async function inspectSuite({ profile = "beta42", client = "0.4", app: ap
       const p2 = await inspect("steps", "--runId", s4.runId, "--sort", "asc", "--limit", "2", "--cursor", viaClient.cursor);
       eq(p2.map((s) => s.stepId), created.slice(2), "page 2");
     });
-    await test("inspect steps without --runId: the newest run's steps", async () => {
+    test("inspect steps without --runId: the newest run's steps", async () => {
       // The newest run is the waiting one: one completed step (writeLines).
       const steps = await inspect("steps");
       assert(steps.every((s) => s.runId === desc[0]), `runId ${desc[0]}: ${JSON.stringify(steps.map((s) => s.runId))}`);
       eq(steps.length, 1, "one step");
     });
-    await test("inspect step <stepId> --runId: one step with its input and output", async () => {
+    test("inspect step <stepId> --runId: one step with its input and output", async () => {
       const created = s3.events.filter((e) => e.eventType === "step_created").map((e) => e.correlationId);
       const step = await inspect("step", created[2], "--runId", s3.runId);
       eq(step.stepId, created[2], "stepId");
@@ -317,7 +336,7 @@ export async function inspectSuite({ profile = "beta42", client = "0.4", app: ap
     });
 
     // ---- events ----
-    await test("inspect events --runId: the run's events, newest first", async () => {
+    test("inspect events --runId: the run's events, newest first", async () => {
       for (const r of [s2, s4, failedRun, waiting]) {
         const events = await inspect("events", "--runId", r.runId);
         const want = [...r.events].reverse().slice(0, 20);
@@ -331,7 +350,7 @@ export async function inspectSuite({ profile = "beta42", client = "0.4", app: ap
       eq(types[0], "run_created", "first event");
       eq(types.at(-1), "run_completed", "last event");
     });
-    await test("inspect events --limit 5, then --cursor (the client's cursor), to the end", async () => {
+    test("inspect events --limit 5, then --cursor (the client's cursor), to the end", async () => {
       const all = [...s4.events].reverse().map((e) => e.eventId); // desc
       const p1 = await inspect("events", "--runId", s4.runId, "--limit", "5");
       eq(p1.map((e) => e.eventId), all.slice(0, 5), "page 1");
@@ -347,7 +366,7 @@ export async function inspectSuite({ profile = "beta42", client = "0.4", app: ap
       }
       eq(seen, all, `all ${all.length} events over the pages, each once, in order`);
     });
-    await test("inspect events --stepId: one step's events", async () => {
+    test("inspect events --stepId: one step's events", async () => {
       const stepId = s3.events.find((e) => e.eventType === "step_created").correlationId;
       const events = await inspect("events", "--runId", s3.runId, "--stepId", stepId, "--sort", "asc");
       eq(events.map((e) => e.eventType), ["step_created", "step_started", "step_completed"], "eventTypes");
@@ -356,7 +375,7 @@ export async function inspectSuite({ profile = "beta42", client = "0.4", app: ap
 
     // ---- streams ----
     let streamId;
-    await test("inspect streams --runId: the waiting run's output stream; none for the others", async () => {
+    const streamsListed = test("inspect streams --runId: the waiting run's output stream; none for the others", async () => {
       const streams = await inspect("streams", "--runId", waiting.runId);
       eq(streams.length, 1, `one stream (${JSON.stringify(streams)})`);
       eq(streams[0].runId, waiting.runId, "runId");
@@ -364,7 +383,7 @@ export async function inspectSuite({ profile = "beta42", client = "0.4", app: ap
       streamId = streams[0].streamId;
       eq(await inspect("streams", "--runId", s2.runId), [], "the 2-step run's streams");
     });
-    await test("inspect stream <streamId> --runId: the objects written, in order", async () => {
+    test("inspect stream <streamId> --runId: the objects written, in order", async () => {
       assert(streamId, "no stream id from the previous test");
       const cli = join(profileDir(profile), "node_modules", "@workflow", "cli", "bin", "run.js");
       const r = await runNode22(profile, [cli, "inspect", "stream", streamId, "--runId", waiting.runId, "--json"], {
@@ -375,12 +394,12 @@ export async function inspectSuite({ profile = "beta42", client = "0.4", app: ap
       eq(r.code, 0, `exit code (${r.out.slice(-600)})`);
       const lines = r.stdout.split("\n").filter(Boolean).map((l) => JSON.parse(l));
       eq(lines, [{ line: "first" }, { line: "second" }], "the stream's objects (newline-delimited JSON)");
-    });
+    }, { after: streamsListed });
 
     // ---- hooks ----
     const tokens = [0, 1, 2].map((i) => `${waiting.token}-${i}`);
     let hookIds = [];
-    await test("inspect hooks --runId: the run's three hooks", async () => {
+    const hooksListed = test("inspect hooks --runId: the run's three hooks", async () => {
       const page = await inspect("hooks", "--runId", waiting.runId);
       eq(page.data.length, 3, "hooks");
       eq(page.hasMore, false, "hasMore");
@@ -391,7 +410,7 @@ export async function inspectSuite({ profile = "beta42", client = "0.4", app: ap
       hookIds = page.data.map((h) => h.hookId);
       eq((await inspect("hooks", "--runId", s2.runId)).data, [], "the 2-step run has none");
     });
-    await test("inspect hooks --runId --limit 2, then --cursor", async () => {
+    test("inspect hooks --runId --limit 2, then --cursor", async () => {
       const p1 = await inspect("hooks", "--runId", waiting.runId, "--limit", "2");
       eq(p1.data.length, 2, "page 1 size");
       eq(p1.hasMore, true, "page 1 hasMore");
@@ -402,8 +421,8 @@ export async function inspectSuite({ profile = "beta42", client = "0.4", app: ap
       eq([...p1.data, ...p2.data].map((h) => h.hookId), hookIds, "the pages in the order of the full listing");
       const asc = await inspect("hooks", "--runId", waiting.runId, "--sort", "asc");
       eq(asc.data.map((h) => h.hookId), [...hookIds].reverse(), "--sort asc reverses it");
-    });
-    await test("inspect hook <hookId>: token, run and metadata", async () => {
+    }, { after: hooksListed });
+    test("inspect hook <hookId>: token, run and metadata", async () => {
       const created = waiting.events.filter((e) => e.eventType === "hook_created").map((e) => e.correlationId);
       for (const hookId of created) {
         const hook = await inspect("hook", hookId);
@@ -414,6 +433,7 @@ export async function inspectSuite({ profile = "beta42", client = "0.4", app: ap
       }
     });
 
+    await Promise.all(pending);
     results.log = log;
   } catch (err) {
     results.push({ name: "setup", ok: false, error: String(err?.stack || err) + (app ? `\napp log:\n${app.log().slice(-3000)}` : "") });

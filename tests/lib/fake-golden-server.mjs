@@ -26,6 +26,9 @@ export async function startFakeGoldenServer(entry, { dir, shiftMs = 12345, mutat
     exchanges.push({ line: lines[i], after });
   }
   let next = 0;
+  // The replayer rewrites the recorded callback address to its callback server's; a real
+  // server sees (and echoes) that address, so the fake does too.
+  const address = (text) => (typeof text === "string" ? text.replaceAll("127.0.0.1:18999", `127.0.0.1:${callbackPort}`) : text);
 
   const deliver = async (cb) => {
     const headers = {};
@@ -55,7 +58,7 @@ export async function startFakeGoldenServer(entry, { dir, shiftMs = 12345, mutat
       if (hdr("content-type") !== (rec.contentType === null ? null : rec.contentType.trim())) problems.push("content-type");
       if (hdr("authorization") !== (rec.authorization === null ? null : rec.authorization.trim())) problems.push("authorization");
       if ("body" in rec) {
-        const want = shiftText(rec.body, shiftMs);
+        const want = address(shiftText(rec.body, shiftMs));
         const got = Buffer.concat(chunks).toString("utf8");
         if (got !== want) problems.push(`body ${JSON.stringify(got.slice(0, 200))} != ${JSON.stringify(want.slice(0, 200))}`);
       } else if ("bodySynthetic" in rec && size !== rec.bodySynthetic.length) {
@@ -66,7 +69,7 @@ export async function startFakeGoldenServer(entry, { dir, shiftMs = 12345, mutat
         return res.end(`seq ${ex.line.seq}: ${problems.join("; ")}`);
       }
       const resp = ex.line.response;
-      let body = shiftText(resp.body, shiftMs);
+      let body = address(shiftText(resp.body, shiftMs));
       if (mutate) body = mutate(ex.line, body);
       const headers = {};
       if (resp.contentType !== null) headers["content-type"] = resp.contentType;

@@ -1,7 +1,9 @@
 // The golden transcript replayer: shared/golden/README.md §3–§5, implemented exactly.
 //
 // For one transcript file: start a fresh worker (wiped storage) with the manifest's
-// configuration and the callback server on 127.0.0.1:18999, then walk the lines in seq order:
+// configuration and the callback server on a free port of 127.0.0.1 (the transcripts' 18999 in
+// a request body is rewritten to it, and back in an answer, so that replays may run at once),
+// then walk the lines in seq order:
 //   pause    -> sleep
 //   callback -> wait (≤ 30 s) for the delivery keyed (message id, attempt, occurrence), compare
 //   exchange -> rewrite server-clock tokens in the body with S, send over a raw socket (3 ms
@@ -148,8 +150,11 @@ export async function replayFile(entry, options = {}) {
     pauseFactor = Math.max(1, Number(process.env.GOLDEN_PAUSE_FACTOR || 1)),
     maxConsecutiveErrors = Number(process.env.GOLDEN_MAX_CONSECUTIVE_ERRORS || 5),
     onLine = null,
-    // The callback server's port: the transcripts need 18999; 0 picks a free one (self-tests).
-    callbackPort = CALLBACK_PORT,
+    // The callback server's port. The transcripts were recorded with 18999 (CALLBACK_PORT);
+    // 0 picks a free one, and the recorded address in a request body is rewritten to it (and
+    // back in the answer), so that two replays (npm test runs two test files at once) need
+    // not wait for each other.
+    callbackPort = 0,
     // (entry, {callbackPort}) => {host, port, dispose()}: the server under test; default the
     // built worker.
     startServer = (e) => startWorker(workerOptionsFor(e)),
@@ -202,6 +207,10 @@ export async function replayFile(entry, options = {}) {
   }
 
   const callbacks = await startCallbackServer({ port: callbackPort, answers });
+  const recordedAddress = `127.0.0.1:${CALLBACK_PORT}`;
+  const actualAddress = `127.0.0.1:${callbacks.port}`;
+  const toActual = (text) => (callbacks.port === CALLBACK_PORT ? text : text.replaceAll(recordedAddress, actualAddress));
+  const toRecorded = (text) => (callbacks.port === CALLBACK_PORT ? text : text.replaceAll(actualAddress, recordedAddress));
   let worker;
   try {
     worker = await startServer(entry, { callbackPort: callbacks.port });
@@ -245,7 +254,7 @@ export async function replayFile(entry, options = {}) {
     }
     consecutiveErrors = 0;
     const actBytes = decodeBody(res);
-    const actText = actBytes.toString("utf8");
+    const actText = toRecorded(actBytes.toString("utf8"));
     const actCt = res.headers["content-type"] ?? null;
     let actText2 = actText;
     let actNorm = binary ? `base64:${actBytes.toString("base64")}` : norm(actText, { firstLine: "bodyNote" in exp });
@@ -418,6 +427,7 @@ export async function replayFile(entry, options = {}) {
       else {
         let text = rewrite ? rewriteTokens(req.body ?? "", S) : req.body ?? "";
         if (v040 && rewrite) text = rewriteUuids(text, U);
+        text = toActual(text);
         if (text !== "") body = Buffer.from(text, "utf8");
         else if (["POST", "PUT", "PATCH"].includes(req.method)) body = Buffer.alloc(0);
       }
