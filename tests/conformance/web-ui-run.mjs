@@ -6,7 +6,7 @@
 //   web 0.4.0 (runtime 5.0.0-beta.42): N passed, N failed
 //
 //   node tests/conformance/web-ui-run.mjs [--profile beta42|beta55|all] [--client 0.3|0.4]
-//        [--server ours|reference] [--verbose] [--docs-image]
+//        [--server ours|reference] [--jobs N] [--verbose] [--docs-image]
 //
 //   --docs-image   copy the first client's runs-list screenshot to docs/images/web-runs.png
 //
@@ -37,16 +37,29 @@ if (!chromiumPath()) {
   process.exit(0);
 }
 
+// The client runs of a profile go `--jobs` at a time (default 2): a run mostly waits (on the
+// UI, the browser, the workflows), 46 s of CPU in 112 s for two one after the other.
+const jobs = Math.max(1, Number(opt("--jobs", "2")) || 1);
 const lines = [];
 let anyFailed = false;
 for (const profile of profiles) {
   ensureProfile(profile);
   const app = buildWebApp(profile);
-  for (const client of clients) {
-    const label = `web ${CLIENTS[client]} (runtime ${PROFILES[profile].runtime})` + (serverKind === "ours" ? "" : ` against ${serverKind}`);
-    if (verbose) console.log(`=== ${label}`);
-    const docsImage = args.includes("--docs-image") && client === clients[0] && profile === profiles[0];
-    const r = await webSuite({ profile, client, app, server: serverKind, verbose, docsImage });
+  const tasks = clients.map((client) => ({ client }));
+  let next = 0;
+  const worker = async () => {
+    while (next < tasks.length) {
+      const task = tasks[next++];
+      const { client } = task;
+      const label = `web ${CLIENTS[client]} (runtime ${PROFILES[profile].runtime})` + (serverKind === "ours" ? "" : ` against ${serverKind}`);
+      if (verbose) console.log(`=== ${label}`);
+      const docsImage = args.includes("--docs-image") && client === clients[0] && profile === profiles[0];
+      task.label = label;
+      task.r = await webSuite({ profile, client, app, server: serverKind, verbose, docsImage });
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(jobs, tasks.length) }, worker));
+  for (const { label, r } of tasks) {
     for (const f of r.results.filter((x) => !x.ok)) console.log(`FAIL [${label}] ${f.name}\n  ${f.error.replace(/\n/g, "\n  ")}`);
     for (const n of r.notes) console.log(`note [${label}] ${n}`);
     if (verbose) console.log(`  ${r.screenshots.length} screenshots in tests/conformance/.artifacts/web/`);
