@@ -9,17 +9,10 @@
 //
 //   node tests/conformance/bench/devkit-small.mjs [--client 0.3|0.4|both]
 
-import { CLIENTS } from "../lib/profile.mjs";
 import { devkitBench, formatDevkit, problems } from "./devkit.mjs";
-import { checks } from "./checks.mjs";
+import { checks, clientArg } from "./checks.mjs";
 
-const i = process.argv.indexOf("--client");
-const arg = i > 0 ? process.argv[i + 1] : "both";
-const clients = arg === "both" ? Object.keys(CLIENTS) : [arg];
-if (!clients.every((c) => CLIENTS[c])) {
-  console.error("usage: node tests/conformance/bench/devkit-small.mjs [--client 0.3|0.4|both]");
-  process.exit(2);
-}
+const clients = clientArg("devkit-small.mjs", "both", { allowBoth: true });
 
 const checked = checks("devkit-small");
 const check = checked.check;

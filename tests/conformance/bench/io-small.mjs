@@ -17,16 +17,10 @@
 // the machine). Measured 2026-12-06, load average 2.7-4.9: 125-259 ms by default against
 // 772-777 ms with QUEUE_MAX_INFLIGHT=5.
 
-import { CLIENTS } from "../lib/profile.mjs";
 import { ioBench, MAX_CONNECTIONS, REFERENCE_INFLIGHT, SCALES, sequentialAt } from "./io.mjs";
-import { checks } from "./checks.mjs";
+import { checks, clientArg } from "./checks.mjs";
 
-const i = process.argv.indexOf("--client");
-const client = i > 0 ? process.argv[i + 1] : "0.4";
-if (!CLIENTS[client]) {
-  console.error("usage: node tests/conformance/bench/io-small.mjs [--client 0.3|0.4]");
-  process.exit(2);
-}
+const [client] = clientArg("io-small.mjs", "0.4");
 
 const s = SCALES.small[0];
 const wave = s.steps * s.ms; // one wave of five-at-a-time: a workflow's steps

@@ -13,17 +13,11 @@
 // states the figures: docs/performance.md "How far one deployment goes"); no IndexDO
 // `index` instantiated by a fresh deployment.
 
-import { CLIENTS } from "../lib/profile.mjs";
-import { checks } from "./checks.mjs";
+import { checks, clientArg } from "./checks.mjs";
 import { ioApp } from "./io.mjs";
 import { layoutName, runShape, SHAPES } from "./scale.mjs";
 
-const i = process.argv.indexOf("--client");
-const client = i > 0 ? process.argv[i + 1] : "0.4";
-if (!CLIENTS[client]) {
-  console.error("usage: node tests/conformance/bench/scale-small.mjs [--client 0.3|0.4]");
-  process.exit(2);
-}
+const [client] = clientArg("scale-small.mjs", "0.4");
 
 const WORKFLOWS = 40;
 const checked = checks("scale-small");
