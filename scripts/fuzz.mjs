@@ -13,7 +13,8 @@
 // `cargo +nightly fuzz run <target> <artifact>`.
 //
 // Options: --skip-without-nightly (exit 0 with a skip line when nightly is missing, for
-// CI), --verbose (libFuzzer's full output), --build-only, --asan (build with
+// CI), --seeds (run each target over its corpus once and stop: libFuzzer's -runs=0, CI's
+// smoke: the harness builds and the seeds keep every invariant), --verbose (libFuzzer's full output), --build-only, --asan (build with
 // AddressSanitizer; the default is no sanitizer: the crate has no `unsafe` code outside the
 // wasm shell, and ASan slows these allocation-heavy targets down about twentyfold).
 
@@ -29,7 +30,7 @@ const MAX_LEN = { router: 16384, codec: 16384, run: 4096, stream: 4096, index: 4
 const log = (msg) => console.log(`[fuzz] ${msg}`);
 
 function usage(code) {
-  console.log(`usage: npm run fuzz -- <${TARGETS.join("|")}|all> [seconds] [--skip-without-nightly] [--verbose] [--build-only] [--asan] [-- libFuzzer flags]`);
+  console.log(`usage: npm run fuzz -- <${TARGETS.join("|")}|all> [seconds] [--skip-without-nightly] [--seeds] [--verbose] [--build-only] [--asan] [-- libFuzzer flags]`);
   process.exit(code);
 }
 
@@ -122,7 +123,7 @@ async function runTarget(target) {
     spawnSync(process.execPath, [join(ROOT, "scripts", "fuzz-seeds.mjs"), target], { stdio: "inherit" });
     mkdirSync(corpus, { recursive: true });
   }
-  const libfuzzer = [`-max_total_time=${seconds}`, `-max_len=${MAX_LEN[target]}`, "-timeout=20", "-rss_limit_mb=2048", "-print_final_stats=1", ...extra];
+  const libfuzzer = [flags.has("--seeds") ? "-runs=0" : `-max_total_time=${seconds}`, `-max_len=${MAX_LEN[target]}`, "-timeout=20", "-rss_limit_mb=2048", "-print_final_stats=1", ...extra];
   const child = cargoFuzz(["run", "-O", ...SANITIZER, target, corpus, "--", ...libfuzzer], { stdio: ["ignore", "pipe", "pipe"] });
   let execs = null;
   let cov = null;
@@ -175,7 +176,7 @@ async function main() {
   if (flags.has("--build-only")) return;
   let failed = 0;
   for (const t of targets) {
-    log(`${t}: fuzzing for ${seconds}s`);
+    log(flags.has("--seeds") ? `${t}: its corpus once` : `${t}: fuzzing for ${seconds}s`);
     const r = await runTarget(t);
     log(r.summary);
     if (!r.ok) failed++;
