@@ -11,11 +11,14 @@
 // two waves: the app never sees more than 5 at once, and the second wave's runs take a
 // whole wave (2 × 300 ms) longer than the first's, whatever the machine's load. So besides
 // "every run right" and "at most 6 connections per queue object", the checks are that the
-// app saw more than 5 at once and that the slowest run took well under one wave more than
+// app saw more than 5 at once and that the slowest run took less than one wave more than
 // the fastest (a run's own cost, the runtime's and the World's requests, is the same for
 // both and on a loaded 2-core machine as long as its steps: an absolute bound would measure
-// the machine). Measured 2026-12-06, load average 2.7-4.9: 125-259 ms by default against
-// 772-777 ms with QUEUE_MAX_INFLIGHT=5.
+// the machine). Two waves put at least a wave between them by construction. Measured
+// 2026-12-06, load average 2.7-4.9: 125-259 ms by default against 772-777 ms with
+// QUEUE_MAX_INFLIGHT=5; in CI on 2026-12-08 438 ms by default (load average 3.8, right after
+// the web UI phase, all 10 at the app at once), which the earlier bound of two thirds of a
+// wave (400 ms) refused.
 
 import { ioBench, MAX_CONNECTIONS, REFERENCE_INFLIGHT, SCALES, sequentialAt } from "./io.mjs";
 import { checks, clientArg } from "./checks.mjs";
@@ -43,8 +46,8 @@ if (r) {
     check(`the app saw more than ${REFERENCE_INFLIGHT} deliveries at once`, r.peakAtApp > REFERENCE_INFLIGHT + 2, figures);
     check(`more than ${REFERENCE_INFLIGHT} step bodies waited at once`, r.peakSteps > REFERENCE_INFLIGHT + 2, figures);
     check(
-      `the slowest run took well under one wave (${wave} ms) more than the fastest: ${REFERENCE_INFLIGHT} at a time takes ${sequentialAt(s)} ms of steps`,
-      r.slowestMs - r.fastestMs < (2 * wave) / 3,
+      `the slowest run took less than one wave (${wave} ms) more than the fastest: ${REFERENCE_INFLIGHT} at a time takes ${sequentialAt(s)} ms of steps`,
+      r.slowestMs - r.fastestMs < wave,
       figures,
     );
     check(`no queue object had more than ${MAX_CONNECTIONS} connections waiting for headers`, r.peakConnections <= MAX_CONNECTIONS, `peakConnections ${r.peakConnections}; shard ${JSON.stringify(r.shard)}`);
