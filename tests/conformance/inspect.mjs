@@ -158,7 +158,7 @@ export async function inspectSuite({ profile = "beta42", client = "0.4", app: ap
     const waiting = runs[4];
     // Newest first, by createdAt (then runId, descending).
     const desc = [...runs].sort((a, b) => time(b.record.createdAt) - time(a.record.createdAt) || (a.runId < b.runId ? 1 : -1)).map((r) => r.runId);
-    // The checks only read, so they run two at a time (each CLI call is about 2 s of one core
+    // The checks only read, so they run two at a time (each CLI call is about 3 s of one core
     // loading the CLI's modules; CI has two). A check that needs an earlier one's answer names
     // it with `after`. Results keep the order the checks are written in.
     const pending = [];
